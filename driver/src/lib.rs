@@ -1,0 +1,76 @@
+//! The interface between the ferroce host library and a NIC, and its backends.
+//!
+//! - [`Nic`]: what every backend offers the host: 32-bit register access (AXI4-Lite / BAR),
+//!   DMA memory the NIC can reach, and a way to let a simulated NIC make progress.
+//! - [`SimPort`]: the wire side of a simulated NIC (frames in and out of its MAC). Hardware has
+//!   a real cable instead.
+//! - [`Device`]: the driver proper, over any [`Nic`]: checks the ID, reads the capabilities,
+//!   sets up the descriptor and event rings, programs the tables, posts descriptors in batches
+//!   and polls events.
+//! - [`ModelNic`]: the software backend, [`ferroce_proto::model::FastPath`] with simulated host
+//!   memory. The RTL co-simulation backend (issue 3) and the VFIO backend come next.
+#![deny(unsafe_code)]
+
+mod device;
+pub mod memory;
+mod model_nic;
+
+pub use device::{Device, DeviceError};
+pub use memory::SimMemory;
+pub use model_nic::ModelNic;
+
+/// Errors a backend reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NicError {
+    /// No DMA memory left for the request.
+    OutOfDmaMemory,
+    /// The host touched DMA memory it has not allocated.
+    BadDmaAddress {
+        /// The address.
+        addr: u64,
+        /// The length of the access.
+        len: usize,
+    },
+}
+
+impl core::fmt::Display for NicError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            NicError::OutOfDmaMemory => write!(f, "out of DMA memory"),
+            NicError::BadDmaAddress { addr, len } => {
+                write!(
+                    f,
+                    "DMA access of {len} bytes at {addr:#x} is outside allocated memory"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for NicError {}
+
+/// The host side of a NIC: registers, DMA memory, progress.
+pub trait Nic {
+    /// Reads a 32-bit register (offsets from [`ferroce_proto::hsi::regs`]).
+    fn read_reg(&mut self, offset: u32) -> u32;
+    /// Writes a 32-bit register.
+    fn write_reg(&mut self, offset: u32, value: u32);
+    /// Allocates zeroed DMA memory the NIC can read and write; returns its IO virtual address.
+    /// `align` is a power of two.
+    fn alloc_dma(&mut self, len: usize, align: usize) -> Result<u64, NicError>;
+    /// Copies `data` into DMA memory at `iova` (the host CPU writing).
+    fn write_dma(&mut self, iova: u64, data: &[u8]) -> Result<(), NicError>;
+    /// Copies DMA memory at `iova` into `buf` (the host CPU reading).
+    fn read_dma(&mut self, iova: u64, buf: &mut [u8]) -> Result<(), NicError>;
+    /// Lets the NIC run up to time `now_ns`: a simulated NIC fetches descriptors and writes
+    /// events; real hardware runs by itself and ignores this.
+    fn poll(&mut self, now_ns: u64);
+}
+
+/// The wire side of a simulated NIC.
+pub trait SimPort {
+    /// Hands a frame to the NIC's receive MAC.
+    fn receive_frame(&mut self, frame: &[u8]);
+    /// Takes the next frame the NIC's transmit MAC sends.
+    fn transmit_frame(&mut self) -> Option<Vec<u8>>;
+}

@@ -1,0 +1,163 @@
+//! Simulated host memory for simulated NICs: separate allocations at fixed IO virtual addresses,
+//! as an IOMMU maps them. Any access outside an allocation faults, so a stray DMA write is
+//! caught instead of silently landing somewhere. Optionally records every NIC write.
+
+use ferroce_proto::model::{DmaFault, HostMemory};
+use std::collections::BTreeMap;
+
+/// A NIC DMA write, as recorded by [`SimMemory`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DmaWrite {
+    /// IO virtual address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: usize,
+    /// CRC-32 of the data written.
+    pub crc32: u32,
+}
+
+/// Simulated DMA memory.
+#[derive(Debug, Clone)]
+pub struct SimMemory {
+    /// Allocations by base address.
+    allocs: BTreeMap<u64, Vec<u8>>,
+    next: u64,
+    limit: u64,
+    log: Option<Vec<DmaWrite>>,
+}
+
+impl Default for SimMemory {
+    fn default() -> Self {
+        Self::new(0x1_0000_0000, 1 << 40)
+    }
+}
+
+impl SimMemory {
+    /// Memory handing out addresses from `start` up to `start + size`.
+    pub fn new(start: u64, size: u64) -> Self {
+        SimMemory {
+            allocs: BTreeMap::new(),
+            next: start,
+            limit: start + size,
+            log: None,
+        }
+    }
+
+    /// Starts recording NIC writes (see [`SimMemory::take_write_log`]).
+    pub fn record_writes(&mut self) {
+        self.log.get_or_insert_with(Vec::new);
+    }
+
+    /// Returns and clears the recorded NIC writes.
+    pub fn take_write_log(&mut self) -> Vec<DmaWrite> {
+        self.log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Allocates `len` zeroed bytes aligned to `align` (a power of two); `None` when exhausted.
+    pub fn alloc(&mut self, len: usize, align: usize) -> Option<u64> {
+        let align = align.max(1) as u64;
+        let base = self.next.checked_add(align - 1)? & !(align - 1);
+        let end = base.checked_add(len as u64)?;
+        if end > self.limit {
+            return None;
+        }
+        // A guard gap between allocations so an off-by-one DMA faults instead of landing in a
+        // neighbour.
+        self.next = end + 4096;
+        self.allocs.insert(base, vec![0; len]);
+        Some(base)
+    }
+
+    /// Maps `len` zeroed bytes at exactly `addr` (for replaying a capture whose addresses are
+    /// fixed). Fails if it overlaps an existing allocation.
+    pub fn map_at(&mut self, addr: u64, len: usize) -> bool {
+        let end = match addr.checked_add(len as u64) {
+            Some(e) => e,
+            None => return false,
+        };
+        let overlaps = self
+            .allocs
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&b, v)| b + v.len() as u64 > addr);
+        if overlaps {
+            return false;
+        }
+        self.allocs.insert(addr, vec![0; len]);
+        self.next = self.next.max(end + 4096);
+        true
+    }
+
+    fn find(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
+        let (&base, buf) = self.allocs.range_mut(..=addr).next_back()?;
+        let off = (addr - base) as usize;
+        let end = off.checked_add(len)?;
+        buf.get_mut(off..end)
+    }
+
+    /// Reads host memory (the CPU side).
+    pub fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
+        match self.find(addr, buf.len()) {
+            Some(m) => {
+                buf.copy_from_slice(m);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Writes host memory (the CPU side); not recorded as a NIC write.
+    pub fn write(&mut self, addr: u64, data: &[u8]) -> bool {
+        match self.find(addr, data.len()) {
+            Some(m) => {
+                m.copy_from_slice(data);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl HostMemory for SimMemory {
+    fn dma_read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
+        if self.read(addr, buf) {
+            Ok(())
+        } else {
+            Err(DmaFault)
+        }
+    }
+
+    fn dma_write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaFault> {
+        if !self.write(addr, data) {
+            return Err(DmaFault);
+        }
+        if let Some(log) = &mut self.log {
+            log.push(DmaWrite {
+                addr,
+                len: data.len(),
+                crc32: crc32fast::hash(data),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accesses_outside_allocations_fault() {
+        let mut m = SimMemory::new(0x1000, 1 << 20);
+        let a = m.alloc(100, 64).unwrap();
+        assert_eq!(a % 64, 0);
+        assert!(m.dma_write(a, &[1; 100]).is_ok());
+        assert!(m.dma_write(a + 1, &[1; 100]).is_err());
+        assert!(m.dma_write(a - 1, &[1; 1]).is_err());
+        let mut b = [0u8; 4];
+        assert!(m.dma_read(a + 96, &mut b).is_ok());
+        assert_eq!(b, [1; 4]);
+        assert!(m.map_at(0x9000_0000, 16));
+        assert!(!m.map_at(0x9000_0008, 16));
+    }
+}

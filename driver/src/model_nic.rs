@@ -1,0 +1,79 @@
+//! The software backend: the executable model with simulated host memory.
+
+use crate::{Nic, NicError, SimMemory, SimPort};
+use ferroce_proto::{hsi::TableSizes, model::FastPath};
+
+/// A NIC made of [`FastPath`] and [`SimMemory`].
+#[derive(Debug, Clone)]
+pub struct ModelNic {
+    /// The fast path (public so tests and tools can look at counters and tables).
+    pub fast_path: FastPath,
+    /// Host memory the NIC reaches by DMA.
+    pub memory: SimMemory,
+}
+
+impl ModelNic {
+    /// A NIC with the given table sizes and empty host memory.
+    pub fn new(sizes: TableSizes) -> Self {
+        ModelNic {
+            fast_path: FastPath::new(sizes),
+            memory: SimMemory::default(),
+        }
+    }
+}
+
+impl Nic for ModelNic {
+    fn read_reg(&mut self, offset: u32) -> u32 {
+        self.fast_path.read_reg(offset)
+    }
+
+    fn write_reg(&mut self, offset: u32, value: u32) {
+        self.fast_path.write_reg(offset, value);
+    }
+
+    fn alloc_dma(&mut self, len: usize, align: usize) -> Result<u64, NicError> {
+        self.memory
+            .alloc(len, align)
+            .ok_or(NicError::OutOfDmaMemory)
+    }
+
+    fn write_dma(&mut self, iova: u64, data: &[u8]) -> Result<(), NicError> {
+        if self.memory.write(iova, data) {
+            Ok(())
+        } else {
+            Err(NicError::BadDmaAddress {
+                addr: iova,
+                len: data.len(),
+            })
+        }
+    }
+
+    fn read_dma(&mut self, iova: u64, buf: &mut [u8]) -> Result<(), NicError> {
+        if self.memory.read(iova, buf) {
+            Ok(())
+        } else {
+            Err(NicError::BadDmaAddress {
+                addr: iova,
+                len: buf.len(),
+            })
+        }
+    }
+
+    fn poll(&mut self, now_ns: u64) {
+        self.fast_path.set_time(now_ns);
+        self.fast_path.service_rings(&mut self.memory);
+    }
+}
+
+impl SimPort for ModelNic {
+    fn receive_frame(&mut self, frame: &[u8]) {
+        self.fast_path.receive(frame, &mut self.memory);
+        // Events reach the event ring as soon as they exist, as the DMA engine would write them.
+        self.fast_path.service_rings(&mut self.memory);
+    }
+
+    fn transmit_frame(&mut self) -> Option<Vec<u8>> {
+        self.fast_path.service_rings(&mut self.memory);
+        self.fast_path.pop_tx_frame()
+    }
+}

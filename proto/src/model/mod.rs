@@ -1,0 +1,359 @@
+//! The executable model of the NIC fast path: the specification the RTL must match.
+//!
+//! Deterministic and free of I/O: frames come in as byte slices, host memory is reached only
+//! through the [`HostMemory`] trait (the DMA interface), time is passed in as a nanosecond
+//! timestamp, and everything the NIC emits — frames for the MAC, events for the host — is queued
+//! for the caller to take. The host programs it exactly as it programs the hardware: through the
+//! register map of [`crate::hsi::regs`], including the indirect table window.
+//!
+//! Receive path ([`FastPath::receive`]): parse and validate ([`crate::wire::parse_frame`]) →
+//! connection and address check → data: per-flow SACK state → Tag, receive-buffer and message-slot
+//! checks → placement checks (rkey region, rights, bounds; receive-buffer bounds) → DMA write →
+//! message progress → one completion event when the last byte is accounted → ACK policy. ACK and
+//! NAK frames become events; CM frames are handed to the host.
+//!
+//! Transmit path ([`FastPath::transmit`]): a descriptor becomes one complete frame.
+
+mod rings;
+mod rx;
+pub mod sack;
+mod tx;
+
+use crate::hsi::{
+    Counter, Event, TableSizes,
+    event::CompletionStatus,
+    regs,
+    tables::{ConnectionEntry, RecvBuffer, RegionEntry, TABLE_WORDS},
+};
+use crate::wire::{EthernetAddress, Opcode, ROCEV2_UDP_PORT};
+use sack::FlowRxState;
+use std::collections::VecDeque;
+
+pub use rx::Verdict;
+
+/// A DMA access the host memory refused (the IOMMU would fault it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DmaFault;
+
+/// The DMA interface toward host memory.
+pub trait HostMemory {
+    /// Reads `buf.len()` bytes at `addr`.
+    fn dma_read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault>;
+    /// Writes `data` at `addr`.
+    fn dma_write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaFault>;
+}
+
+/// Default number of data packets per flow between coalesced ACKs.
+pub const DEFAULT_ACK_COALESCE: u32 = 4;
+
+/// State of one in-progress message slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum SlotState {
+    #[default]
+    Free,
+    Active,
+    Done,
+}
+
+/// Progress of one message, in the slot `msn % msg_slots` of its Tag context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct MsgSlot {
+    pub state: SlotState,
+    pub msn: u32,
+    pub ssn: u32,
+    pub opcode: Option<Opcode>,
+    pub msg_len: u32,
+    pub bytes_done: u64,
+    pub status: Option<CompletionStatus>,
+    pub imm: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Registers {
+    pub control: u32,
+    pub udp_port: u16,
+    pub ack_coalesce: u32,
+    pub mac: EthernetAddress,
+    pub table_index: u32,
+    pub table_status: u32,
+    pub table_data: [u32; TABLE_WORDS],
+    pub txq_base: u64,
+    pub txq_log_size: u32,
+    pub txq_head: u32,
+    pub txq_tail: u32,
+    pub evq_base: u64,
+    pub evq_log_size: u32,
+    pub evq_head: u32,
+    pub evq_tail: u32,
+}
+
+/// The fast path of one NIC.
+#[derive(Debug, Clone)]
+pub struct FastPath {
+    sizes: TableSizes,
+    pub(crate) regs: Registers,
+    pub(crate) regions: Vec<RegionEntry>,
+    pub(crate) conns: Vec<ConnectionEntry>,
+    pub(crate) flows: Vec<FlowRxState>,
+    pub(crate) recv: Vec<RecvBuffer>,
+    pub(crate) slots: Vec<MsgSlot>,
+    counters: Vec<u64>,
+    now_ns: u64,
+    tx_frames: VecDeque<Vec<u8>>,
+    events: VecDeque<Event>,
+}
+
+impl FastPath {
+    /// A NIC with the given table sizes, receive and transmit enabled, port 4791, ACK every
+    /// [`DEFAULT_ACK_COALESCE`] packets, every table entry invalid.
+    pub fn new(sizes: TableSizes) -> Self {
+        FastPath {
+            sizes,
+            regs: Registers {
+                control: regs::CONTROL_RX_ENABLE | regs::CONTROL_TX_ENABLE,
+                udp_port: ROCEV2_UDP_PORT,
+                ack_coalesce: DEFAULT_ACK_COALESCE,
+                ..Default::default()
+            },
+            regions: vec![RegionEntry::default(); sizes.regions as usize],
+            conns: vec![ConnectionEntry::default(); sizes.connections as usize],
+            flows: vec![FlowRxState::default(); sizes.flows as usize],
+            recv: vec![RecvBuffer::default(); (sizes.tags * sizes.recv_depth) as usize],
+            slots: vec![MsgSlot::default(); (sizes.tags * sizes.msg_slots) as usize],
+            counters: vec![0; Counter::COUNT],
+            now_ns: 0,
+            tx_frames: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The table sizes.
+    pub fn sizes(&self) -> TableSizes {
+        self.sizes
+    }
+
+    /// Advances the NIC's timestamp counter (nanoseconds). Time never goes backwards.
+    pub fn set_time(&mut self, now_ns: u64) {
+        self.now_ns = self.now_ns.max(now_ns);
+    }
+
+    /// The current value of a counter.
+    pub fn counter(&self, c: Counter) -> u64 {
+        self.counters[c as usize]
+    }
+
+    /// Every counter with its value.
+    pub fn counters(&self) -> impl Iterator<Item = (Counter, u64)> + '_ {
+        Counter::ALL.iter().map(|&c| (c, self.counters[c as usize]))
+    }
+
+    pub(crate) fn count(&mut self, c: Counter) {
+        self.add(c, 1);
+    }
+
+    pub(crate) fn add(&mut self, c: Counter, n: u64) {
+        let v = &mut self.counters[c as usize];
+        *v = v.wrapping_add(n);
+    }
+
+    pub(crate) fn emit_frame(&mut self, frame: Vec<u8>) {
+        self.tx_frames.push_back(frame);
+    }
+
+    pub(crate) fn emit_event(&mut self, e: Event) {
+        self.events.push_back(e);
+    }
+
+    /// Takes the next frame the NIC sends toward the MAC.
+    pub fn pop_tx_frame(&mut self) -> Option<Vec<u8>> {
+        self.tx_frames.pop_front()
+    }
+
+    /// Takes the next event not yet written to an event ring.
+    pub fn pop_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// An AXI4-Lite register write.
+    pub fn write_reg(&mut self, offset: u32, value: u32) {
+        let r = &mut self.regs;
+        match offset {
+            regs::CONTROL => r.control = value,
+            regs::UDP_PORT => r.udp_port = value as u16,
+            regs::ACK_COALESCE => r.ack_coalesce = value.max(1),
+            regs::MAC_LO => {
+                r.mac = EthernetAddress::from_u64((r.mac.to_u64() & !0xffff_ffff) | value as u64)
+            }
+            regs::MAC_HI => {
+                r.mac = EthernetAddress::from_u64(
+                    (r.mac.to_u64() & 0xffff_ffff) | ((value as u64 & 0xffff) << 32),
+                )
+            }
+            regs::TXQ_BASE_LO => r.txq_base = (r.txq_base & !0xffff_ffff) | value as u64,
+            regs::TXQ_BASE_HI => r.txq_base = (r.txq_base & 0xffff_ffff) | (value as u64) << 32,
+            regs::TXQ_LOG_SIZE => {
+                r.txq_log_size = value.min(16);
+                r.txq_head = 0;
+                r.txq_tail = 0;
+            }
+            regs::TXQ_TAIL => r.txq_tail = value,
+            regs::EVQ_BASE_LO => r.evq_base = (r.evq_base & !0xffff_ffff) | value as u64,
+            regs::EVQ_BASE_HI => r.evq_base = (r.evq_base & 0xffff_ffff) | (value as u64) << 32,
+            regs::EVQ_LOG_SIZE => {
+                r.evq_log_size = value.min(16);
+                r.evq_head = 0;
+                r.evq_tail = 0;
+            }
+            regs::EVQ_HEAD => r.evq_head = value,
+            regs::TABLE_INDEX => r.table_index = value,
+            regs::TABLE_CMD => self.table_command(value),
+            o if (regs::TABLE_DATA..regs::TABLE_DATA + 4 * TABLE_WORDS as u32).contains(&o) => {
+                r.table_data[((o - regs::TABLE_DATA) / 4) as usize] = value
+            }
+            o if (regs::COUNTERS..regs::COUNTERS + 8 * Counter::COUNT as u32).contains(&o) => {
+                if o % 8 == 0 {
+                    self.counters[((o - regs::COUNTERS) / 8) as usize] = 0;
+                }
+            }
+            _ => {} // writes to read-only or unmapped registers are ignored, as on AXI-Lite
+        }
+    }
+
+    /// An AXI4-Lite register read (unmapped registers read as zero).
+    pub fn read_reg(&self, offset: u32) -> u32 {
+        let r = &self.regs;
+        match offset {
+            regs::ID => regs::ID_VALUE,
+            regs::VERSION => regs::VERSION_VALUE,
+            regs::CONTROL => r.control,
+            regs::UDP_PORT => r.udp_port as u32,
+            regs::ACK_COALESCE => r.ack_coalesce,
+            regs::MAC_LO => r.mac.to_u64() as u32,
+            regs::MAC_HI => (r.mac.to_u64() >> 32) as u32,
+            regs::TIMESTAMP_LO => self.now_ns as u32,
+            regs::TIMESTAMP_HI => (self.now_ns >> 32) as u32,
+            regs::CAP_CONNECTIONS => self.sizes.connections,
+            regs::CAP_FLOWS => self.sizes.flows,
+            regs::CAP_REGIONS => self.sizes.regions,
+            regs::CAP_TAGS => self.sizes.tags,
+            regs::CAP_MSG_SLOTS => self.sizes.msg_slots,
+            regs::CAP_RECV_DEPTH => self.sizes.recv_depth,
+            regs::TXQ_BASE_LO => r.txq_base as u32,
+            regs::TXQ_BASE_HI => (r.txq_base >> 32) as u32,
+            regs::TXQ_LOG_SIZE => r.txq_log_size,
+            regs::TXQ_HEAD => r.txq_head,
+            regs::TXQ_TAIL => r.txq_tail,
+            regs::EVQ_BASE_LO => r.evq_base as u32,
+            regs::EVQ_BASE_HI => (r.evq_base >> 32) as u32,
+            regs::EVQ_LOG_SIZE => r.evq_log_size,
+            regs::EVQ_HEAD => r.evq_head,
+            regs::EVQ_TAIL => r.evq_tail,
+            regs::TABLE_INDEX => r.table_index,
+            regs::TABLE_STATUS => r.table_status,
+            o if (regs::TABLE_DATA..regs::TABLE_DATA + 4 * TABLE_WORDS as u32).contains(&o) => {
+                r.table_data[((o - regs::TABLE_DATA) / 4) as usize]
+            }
+            o if (regs::COUNTERS..regs::COUNTERS + 8 * Counter::COUNT as u32).contains(&o) => {
+                let v = self.counters[((o - regs::COUNTERS) / 8) as usize];
+                if o % 8 == 0 {
+                    v as u32
+                } else {
+                    (v >> 32) as u32
+                }
+            }
+            _ => 0,
+        }
+    }
+
+    fn table_command(&mut self, cmd: u32) {
+        use crate::hsi::TableId;
+        let index = self.regs.table_index as usize;
+        let words = self.regs.table_data;
+        let write = cmd & regs::TABLE_OP_WRITE != 0;
+        let read = cmd & regs::TABLE_OP_READ != 0;
+        let Some(table) = TableId::from_u8(cmd as u8).filter(|_| write != read) else {
+            self.regs.table_status = regs::TABLE_STATUS_BAD_TABLE;
+            return;
+        };
+        let len = match table {
+            TableId::Region => self.regions.len(),
+            TableId::Connection | TableId::RateHint => self.conns.len(),
+            TableId::Flow => self.flows.len(),
+            TableId::RecvBuffer => self.recv.len(),
+            TableId::TagReset => self.sizes.tags as usize,
+        };
+        if index >= len {
+            self.regs.table_status = regs::TABLE_STATUS_BAD_INDEX;
+            return;
+        }
+        self.regs.table_status = regs::TABLE_STATUS_OK;
+        if write {
+            match table {
+                TableId::Region => self.regions[index] = RegionEntry::from_words(&words),
+                TableId::Connection => self.conns[index] = ConnectionEntry::from_words(&words),
+                TableId::RateHint => self.conns[index].rate_hint_mbps = words[0],
+                TableId::Flow => {
+                    let init = crate::hsi::FlowInit::from_words(&words);
+                    self.flows[index] = FlowRxState::new(init.cum_fsn);
+                }
+                TableId::RecvBuffer => self.recv[index] = RecvBuffer::from_words(&words),
+                TableId::TagReset => {
+                    let s = self.sizes.msg_slots as usize;
+                    let d = self.sizes.recv_depth as usize;
+                    self.slots[index * s..(index + 1) * s].fill(MsgSlot::default());
+                    self.recv[index * d..(index + 1) * d].fill(RecvBuffer::default());
+                }
+            }
+            return;
+        }
+        let mut out = [0u32; TABLE_WORDS];
+        let fill = |out: &mut [u32; TABLE_WORDS], w: Vec<u32>| out[..w.len()].copy_from_slice(&w);
+        match table {
+            TableId::Region => fill(&mut out, self.regions[index].to_words()),
+            TableId::Connection => fill(&mut out, self.conns[index].to_words()),
+            TableId::RateHint => out[0] = self.conns[index].rate_hint_mbps,
+            TableId::RecvBuffer => fill(&mut out, self.recv[index].to_words()),
+            TableId::Flow => {
+                let f = &self.flows[index];
+                out[0] = f.cum;
+                for (i, w) in f.bitmap.iter().enumerate() {
+                    out[1 + 2 * i] = *w as u32;
+                    out[2 + 2 * i] = (*w >> 32) as u32;
+                }
+            }
+            TableId::TagReset => {
+                self.regs.table_status = regs::TABLE_STATUS_NOT_READABLE;
+                return;
+            }
+        }
+        self.regs.table_data = out;
+    }
+
+    /// Convenience for hosts and tests: writes table entry `index` through the register
+    /// window, exactly as a driver does. Returns the `TABLE_STATUS` value.
+    pub fn write_table(&mut self, table: crate::hsi::TableId, index: u32, words: &[u32]) -> u32 {
+        for (i, w) in words.iter().enumerate().take(TABLE_WORDS) {
+            self.write_reg(regs::TABLE_DATA + 4 * i as u32, *w);
+        }
+        for i in words.len()..TABLE_WORDS {
+            self.write_reg(regs::TABLE_DATA + 4 * i as u32, 0);
+        }
+        self.write_reg(regs::TABLE_INDEX, index);
+        self.write_reg(regs::TABLE_CMD, table as u32 | regs::TABLE_OP_WRITE);
+        self.read_reg(regs::TABLE_STATUS)
+    }
+
+    /// Convenience: reads table entry `index` through the register window.
+    pub fn read_table(
+        &mut self,
+        table: crate::hsi::TableId,
+        index: u32,
+    ) -> Result<[u32; TABLE_WORDS], u32> {
+        self.write_reg(regs::TABLE_INDEX, index);
+        self.write_reg(regs::TABLE_CMD, table as u32 | regs::TABLE_OP_READ);
+        match self.read_reg(regs::TABLE_STATUS) {
+            regs::TABLE_STATUS_OK => Ok(self.regs.table_data),
+            s => Err(s),
+        }
+    }
+}

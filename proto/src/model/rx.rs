@@ -1,0 +1,346 @@
+//! The receive path.
+
+use super::{FastPath, HostMemory, MsgSlot, SlotState, sack::SackClass};
+use crate::hsi::{Counter, Event, event::CompletionStatus, regs, tables::ACCESS_REMOTE_WRITE};
+use crate::wire::{DataRepr, Frame, NakReason, ParseError, TransportRepr, ip::ECN_CE, parse_frame};
+
+/// What the receive path did with one frame: the counter that classified it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verdict(pub Counter);
+
+impl Verdict {
+    /// True when the frame's payload was written to host memory.
+    pub fn placed(self) -> bool {
+        self.0 == Counter::RxPlacedPackets
+    }
+}
+
+fn parse_counter(e: ParseError) -> Counter {
+    match e {
+        ParseError::Truncated => Counter::RxTruncated,
+        ParseError::BadEtherType => Counter::RxBadEtherType,
+        ParseError::BadIpHeader => Counter::RxBadIpHeader,
+        ParseError::BadIpChecksum => Counter::RxBadIpChecksum,
+        ParseError::NotUdp => Counter::RxNotUdp,
+        ParseError::BadUdp => Counter::RxBadUdp,
+        ParseError::BadBth => Counter::RxBadBth,
+        ParseError::BadOpcode => Counter::RxBadOpcode,
+        ParseError::BadIcrc => Counter::RxBadIcrc,
+    }
+}
+
+/// Why a data packet that passed the SACK check is not placed.
+enum Refusal {
+    /// Not consumed: the FSN stays missing and the sender retries later.
+    RetryLater(Counter),
+    /// Consumed (the FSN counts as received) but nothing written; the message, if it has a slot,
+    /// records `status`.
+    Terminal(Counter, NakReason, Option<CompletionStatus>),
+}
+
+impl FastPath {
+    /// Runs one received frame through the fast path. Host memory is written only for an
+    /// accepted data packet, only inside its region or posted buffer.
+    pub fn receive(&mut self, frame: &[u8], mem: &mut dyn HostMemory) -> Verdict {
+        self.count(Counter::RxFrames);
+        let verdict = self.receive_inner(frame, mem);
+        if verdict != Counter::RxPlacedPackets {
+            // Placed packets already counted themselves (with their bytes).
+            self.count(verdict);
+        }
+        Verdict(verdict)
+    }
+
+    fn receive_inner(&mut self, frame: &[u8], mem: &mut dyn HostMemory) -> Counter {
+        if self.regs.control & regs::CONTROL_RX_ENABLE == 0 {
+            return Counter::RxDisabled;
+        }
+        let f = match parse_frame(frame, self.regs.udp_port) {
+            Ok(f) => f,
+            Err(e) => return parse_counter(e),
+        };
+        if let TransportRepr::Cm(msg) = f.transport {
+            // Connection management reaches the host before any connection exists.
+            self.emit_event(Event::Cm {
+                dest_conn: f.bth.dest_conn,
+                src_ip: f.ip.src_bytes(),
+                ipv6: matches!(f.ip, crate::wire::IpRepr::V6(_)),
+                src_mac: f.eth.src,
+                vlan_tci: f.eth.vlan_tci,
+                src_port: f.udp.src_port,
+                msg,
+            });
+            return Counter::RxCm;
+        }
+        let conn_id = f.bth.dest_conn;
+        let Some(conn) = self
+            .conns
+            .get(conn_id as usize)
+            .copied()
+            .filter(|c| c.valid)
+        else {
+            return Counter::RxUnknownConnection;
+        };
+        let ipv6 = matches!(f.ip, crate::wire::IpRepr::V6(_));
+        if ipv6 != conn.ipv6
+            || f.ip.src_bytes() != conn.peer_ip
+            || f.ip.dst_bytes() != conn.local_ip
+        {
+            return Counter::RxAddressMismatch;
+        }
+        match f.transport {
+            TransportRepr::Ack(a) => {
+                if a.flow >= conn.flow_count {
+                    return Counter::RxBadFlow;
+                }
+                self.emit_event(Event::Ack {
+                    conn: conn_id,
+                    flow: a.flow,
+                    cum_fsn: f.bth.psn,
+                    ecn_echo: a.ecn_echo,
+                    ce_count: a.ce_count,
+                    rate_hint_mbps: a.rate_hint_mbps,
+                    ts_echo: a.ts_echo,
+                    sack: a.sack,
+                });
+                Counter::RxAcks
+            }
+            TransportRepr::Nak(n) => {
+                if n.flow >= conn.flow_count {
+                    return Counter::RxBadFlow;
+                }
+                self.emit_event(Event::Nak {
+                    conn: conn_id,
+                    flow: n.flow,
+                    fsn: f.bth.psn,
+                    reason: n.reason,
+                    tag: n.tag,
+                    msn: n.msn,
+                    offset: n.offset,
+                });
+                Counter::RxNaks
+            }
+            TransportRepr::Data(d) => self.receive_data(conn_id, &f, &d, mem),
+            TransportRepr::Cm(_) => Counter::RxCm, // handled above
+        }
+    }
+
+    fn receive_data(
+        &mut self,
+        conn_id: u32,
+        f: &Frame<'_>,
+        d: &DataRepr,
+        mem: &mut dyn HostMemory,
+    ) -> Counter {
+        let conn = self.conns[conn_id as usize];
+        if d.flow >= conn.flow_count {
+            return Counter::RxBadFlow;
+        }
+        let flow_idx = conn.flow_base as usize + d.flow as usize;
+        if flow_idx >= self.flows.len() {
+            return Counter::RxBadFlow;
+        }
+        let ce = f.ip.ecn() == ECN_CE;
+        if ce {
+            self.count(Counter::RxCeMarked);
+            let fl = &mut self.flows[flow_idx];
+            fl.ce_count = fl.ce_count.saturating_add(1);
+        }
+        let fsn = f.bth.psn;
+        let (distance, opens_gap) = match self.flows[flow_idx].classify(fsn) {
+            SackClass::Duplicate => {
+                // The sender may have lost our ACK: tell it again at once.
+                self.send_ack(conn_id, flow_idx, d.flow, f);
+                return Counter::RxDuplicate;
+            }
+            SackClass::OutOfWindow => {
+                self.send_nak(conn_id, d, fsn, NakReason::OutOfWindow, f);
+                return Counter::RxOutOfWindow;
+            }
+            SackClass::New {
+                distance,
+                opens_gap,
+            } => (distance, opens_gap),
+        };
+
+        let outcome = self.check_placement(&conn, f, d);
+        let verdict = match outcome {
+            Err(Refusal::RetryLater(c)) => {
+                self.send_nak(conn_id, d, fsn, NakReason::ReceiverNotReady, f);
+                return c;
+            }
+            Err(Refusal::Terminal(c, reason, status)) => {
+                self.send_nak(conn_id, d, fsn, reason, f);
+                if let Some(status) = status {
+                    self.account(conn_id, d, f.payload.len() as u64, Some(status));
+                }
+                c
+            }
+            Ok(Placement::Stale) => Counter::RxStaleMessage,
+            Ok(Placement::Write(addr)) => {
+                let status = match mem.dma_write(addr, f.payload) {
+                    Ok(()) => {
+                        self.count(Counter::RxPlacedPackets);
+                        self.add(Counter::RxPlacedBytes, f.payload.len() as u64);
+                        None
+                    }
+                    // The region said yes but the IOMMU said no: the host unmapped memory it had
+                    // registered. Account the bytes so the message still ends, with an error.
+                    Err(_) => Some(CompletionStatus::RemoteAccessError),
+                };
+                self.account(conn_id, d, f.payload.len() as u64, status);
+                if status.is_some() {
+                    Counter::RxOutOfBounds
+                } else {
+                    Counter::RxPlacedPackets
+                }
+            }
+        };
+        // The packet is consumed: it counts as received on its flow.
+        let fl = &mut self.flows[flow_idx];
+        fl.accept(distance);
+        fl.unacked = fl.unacked.saturating_add(1);
+        let coalesce_due = fl.unacked as u32 >= self.regs.ack_coalesce;
+        if f.bth.ack_req || ce || opens_gap || coalesce_due {
+            self.send_ack(conn_id, flow_idx, d.flow, f);
+        }
+        verdict
+    }
+
+    /// Every check between the SACK window and the DMA write, in hardware order. On success the
+    /// message slot has been claimed or matched.
+    fn check_placement(
+        &mut self,
+        conn: &crate::hsi::ConnectionEntry,
+        f: &Frame<'_>,
+        d: &DataRepr,
+    ) -> Result<Placement, Refusal> {
+        use Counter as C;
+        let invalid = Refusal::Terminal(C::RxInvalidRequest, NakReason::InvalidRequest, None);
+        let len = f.payload.len() as u64;
+        if d.tag >= conn.tag_count {
+            return Err(invalid);
+        }
+        let tag_ctx = conn.tag_base as usize + d.tag as usize;
+        if tag_ctx >= self.sizes().tags as usize {
+            return Err(invalid);
+        }
+        if d.offset as u64 + len > d.msg_len as u64 {
+            return Err(invalid);
+        }
+        let opcode = f.bth.opcode;
+        let recv_idx =
+            tag_ctx * self.sizes().recv_depth as usize + (d.ssn % self.sizes().recv_depth) as usize;
+        if !opcode.is_write() {
+            let rb = self.recv[recv_idx];
+            if !rb.valid || rb.ssn != d.ssn {
+                return Err(Refusal::RetryLater(C::RxNoRecvBuffer));
+            }
+        }
+        let slot_idx =
+            tag_ctx * self.sizes().msg_slots as usize + (d.msn % self.sizes().msg_slots) as usize;
+        let slot = self.slots[slot_idx];
+        match slot.state {
+            SlotState::Active if slot.msn == d.msn => {
+                if slot.msg_len != d.msg_len
+                    || slot.opcode != Some(opcode)
+                    || (!opcode.is_write() && slot.ssn != d.ssn)
+                    || slot.bytes_done + len > d.msg_len as u64
+                {
+                    return Err(invalid);
+                }
+            }
+            SlotState::Active => return Err(Refusal::RetryLater(C::RxMsgSlotBusy)),
+            SlotState::Done if slot.msn == d.msn => return Ok(Placement::Stale),
+            SlotState::Free | SlotState::Done => {
+                self.slots[slot_idx] = MsgSlot {
+                    state: SlotState::Active,
+                    msn: d.msn,
+                    ssn: if opcode.is_write() { 0 } else { d.ssn },
+                    opcode: Some(opcode),
+                    msg_len: d.msg_len,
+                    bytes_done: 0,
+                    status: None,
+                    imm: d.imm,
+                };
+            }
+        }
+        let access = |c| {
+            Refusal::Terminal(
+                c,
+                NakReason::RemoteAccess,
+                Some(CompletionStatus::RemoteAccessError),
+            )
+        };
+        if let Some(reth) = d.reth {
+            let idx = (reth.rkey >> 8) as usize;
+            let Some(region) = self
+                .regions
+                .get(idx)
+                .filter(|r| r.valid && r.key == reth.rkey as u8)
+            else {
+                return Err(access(C::RxBadRkey));
+            };
+            if region.access & ACCESS_REMOTE_WRITE == 0 {
+                return Err(access(C::RxAccessDenied));
+            }
+            if !region.contains(reth.va, len) {
+                return Err(access(C::RxOutOfBounds));
+            }
+            Ok(Placement::Write(reth.va))
+        } else {
+            let rb = self.recv[recv_idx];
+            if d.offset as u64 + len > rb.len as u64 {
+                return Err(Refusal::Terminal(
+                    C::RxOutOfBounds,
+                    NakReason::InvalidRequest,
+                    Some(CompletionStatus::LengthError),
+                ));
+            }
+            Ok(Placement::Write(rb.addr.wrapping_add(d.offset as u64)))
+        }
+    }
+
+    /// Adds a consumed packet's bytes to its message and completes the message when every byte
+    /// is accounted for.
+    fn account(&mut self, conn_id: u32, d: &DataRepr, len: u64, status: Option<CompletionStatus>) {
+        let tag_ctx = self.conns[conn_id as usize].tag_base as usize + d.tag as usize;
+        let slot_idx =
+            tag_ctx * self.sizes().msg_slots as usize + (d.msn % self.sizes().msg_slots) as usize;
+        let slot = &mut self.slots[slot_idx];
+        slot.bytes_done += len;
+        if slot.status.is_none() {
+            slot.status = status;
+        }
+        if slot.bytes_done < slot.msg_len as u64 {
+            return;
+        }
+        slot.state = SlotState::Done;
+        let slot = *slot;
+        let Some(opcode) = slot.opcode else { return };
+        if !opcode.is_write() {
+            let recv_idx = tag_ctx * self.sizes().recv_depth as usize
+                + (slot.ssn % self.sizes().recv_depth) as usize;
+            self.recv[recv_idx].valid = false;
+        }
+        self.count(Counter::RxCompletions);
+        self.emit_event(Event::Completion {
+            conn: conn_id,
+            tag: d.tag,
+            msn: slot.msn,
+            ssn: slot.ssn,
+            opcode,
+            status: slot.status.unwrap_or(CompletionStatus::Success),
+            len: slot.msg_len,
+            imm: slot.imm,
+        });
+    }
+}
+
+/// Where an accepted packet's payload goes.
+enum Placement {
+    /// Write the payload at this DMA address.
+    Write(u64),
+    /// A new packet of a message that already completed: consumed, not placed.
+    Stale,
+}

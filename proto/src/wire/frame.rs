@@ -1,0 +1,154 @@
+//! Whole frames: the one parse order shared by the model and the RTL, and frame emission.
+
+use super::{
+    ParseError,
+    bth::{self, BthPacket, BthRepr},
+    ethernet::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, EthernetRepr},
+    icrc::{self, ICRC_LEN},
+    ip::{IpRepr, Ipv4Repr, Ipv6Repr},
+    transport::TransportRepr,
+    udp::{self, UdpRepr},
+};
+
+/// The smallest frame the parser looks at: Ethernet + IPv4 + UDP + BTH + ICRC.
+pub const MIN_FRAME_LEN: usize = 14 + 20 + 8 + 12 + 4;
+
+/// A parsed, validated frame borrowing its payload from the receive buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// Ethernet header.
+    pub eth: EthernetRepr,
+    /// IP header.
+    pub ip: IpRepr,
+    /// UDP header.
+    pub udp: UdpRepr,
+    /// BTH.
+    pub bth: BthRepr,
+    /// ferroce transport headers.
+    pub transport: TransportRepr,
+    /// Payload (data packets only; empty otherwise).
+    pub payload: &'a [u8],
+    /// Offset of the payload within the frame.
+    pub payload_offset: usize,
+}
+
+/// Parses and validates a frame in the order the hardware does: Ethernet, IP (checksum), UDP
+/// (port, length), BTH, transport headers (length), ICRC. Bytes after the IP packet (Ethernet
+/// padding) are ignored. `udp_port` is the configured RoCEv2 destination port.
+pub fn parse_frame(frame: &[u8], udp_port: u16) -> Result<Frame<'_>, ParseError> {
+    let eth = EthernetRepr::parse(frame)?;
+    let l3 = &frame[eth.header_len()..];
+    let (ip, ip_total) = match eth.ethertype {
+        ETHERTYPE_IPV4 => {
+            let r = Ipv4Repr::parse(l3)?;
+            (IpRepr::V4(r), super::ip::IPV4_HEADER_LEN + r.payload_len)
+        }
+        ETHERTYPE_IPV6 => {
+            let r = Ipv6Repr::parse(l3)?;
+            (IpRepr::V6(r), super::ip::IPV6_HEADER_LEN + r.payload_len)
+        }
+        _ => return Err(ParseError::BadEtherType),
+    };
+    let ip_packet = &l3[..ip_total];
+    let l4 = &ip_packet[ip.header_len()..];
+    let udp = UdpRepr::parse(l4, udp_port)?;
+    let l5 = &l4[udp::HEADER_LEN..];
+    let bth_view = BthPacket::new_checked(l5)?;
+    let bth = BthRepr::parse(&bth_view)?;
+    let after_bth = &l5[bth::HEADER_LEN..];
+    if after_bth.len() < ICRC_LEN {
+        return Err(ParseError::Truncated);
+    }
+    let (body, icrc_bytes) = after_bth.split_at(after_bth.len() - ICRC_LEN);
+    let (transport, hdr_len) = TransportRepr::parse(bth.opcode, body)?;
+    let payload = &body[hdr_len..];
+    if !bth.opcode.is_data() && !payload.is_empty() {
+        return Err(ParseError::Truncated);
+    }
+    let expected = icrc::compute(
+        &ip_packet[..ip_packet.len() - ICRC_LEN],
+        matches!(ip, IpRepr::V6(_)),
+    );
+    if icrc_bytes != expected {
+        return Err(ParseError::BadIcrc);
+    }
+    let payload_offset =
+        eth.header_len() + ip.header_len() + udp::HEADER_LEN + bth::HEADER_LEN + hdr_len;
+    Ok(Frame {
+        eth,
+        ip,
+        udp,
+        bth,
+        transport,
+        payload,
+        payload_offset,
+    })
+}
+
+/// Everything needed to build a frame; lengths and checksums are derived when emitting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameRepr<'a> {
+    /// Ethernet header.
+    pub eth: EthernetRepr,
+    /// IP header (its payload length is overwritten on emit).
+    pub ip: IpRepr,
+    /// UDP source port (entropy).
+    pub src_port: u16,
+    /// UDP destination port.
+    pub dst_port: u16,
+    /// BTH (its opcode must match `transport`).
+    pub bth: BthRepr,
+    /// Transport headers.
+    pub transport: TransportRepr,
+    /// Payload bytes.
+    pub payload: &'a [u8],
+}
+
+impl FrameRepr<'_> {
+    /// Total frame length without Ethernet padding or FCS.
+    pub fn frame_len(&self) -> usize {
+        self.eth.header_len() + self.ip.header_len() + self.l4_len()
+    }
+
+    fn l4_len(&self) -> usize {
+        udp::HEADER_LEN
+            + bth::HEADER_LEN
+            + self.transport.header_len()
+            + self.payload.len()
+            + ICRC_LEN
+    }
+
+    /// Builds the frame: headers, lengths, IPv4 checksum and ICRC.
+    pub fn emit(&self) -> Vec<u8> {
+        let mut out = vec![0u8; self.frame_len()];
+        let mut ip = self.ip;
+        ip.set_payload_len(self.l4_len());
+        let mut eth = self.eth;
+        eth.ethertype = match ip {
+            IpRepr::V4(_) => ETHERTYPE_IPV4,
+            IpRepr::V6(_) => ETHERTYPE_IPV6,
+        };
+        eth.emit(&mut out);
+        let l3 = eth.header_len();
+        ip.emit(&mut out[l3..]);
+        let l4 = l3 + ip.header_len();
+        UdpRepr {
+            src_port: self.src_port,
+            dst_port: self.dst_port,
+            payload_len: self.l4_len() - udp::HEADER_LEN,
+        }
+        .emit(&mut out[l4..]);
+        let l5 = l4 + udp::HEADER_LEN;
+        let mut bth = self.bth;
+        bth.opcode = self.transport.opcode();
+        bth.emit(&mut out[l5..]);
+        let th = l5 + bth::HEADER_LEN;
+        self.transport.emit(&mut out[th..]);
+        let pl = th + self.transport.header_len();
+        out[pl..pl + self.payload.len()].copy_from_slice(self.payload);
+        let end = out.len() - ICRC_LEN;
+        let crc = icrc::compute(&out[l3..end], matches!(ip, IpRepr::V6(_)));
+        out[end..].copy_from_slice(&crc);
+        out
+    }
+}

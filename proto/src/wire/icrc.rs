@@ -1,0 +1,48 @@
+//! The RoCEv2 invariant CRC, computed as Linux rxe (`rxe_icrc.c`) and Scapy compute it.
+//!
+//! CRC-32 (IEEE 802.3, reflected) over: 8 bytes of 0xFF standing for the masked InfiniBand LRH,
+//! the IP header with its variant fields set to ones (IPv4: TOS, TTL, header checksum; IPv6:
+//! traffic class, flow label, hop limit), the UDP header with the checksum set to ones, the BTH
+//! with byte 4 (FECN, BECN, reserved) set to ones, then everything after the BTH up to the ICRC.
+//! The CRC value is written least significant byte first.
+
+use super::ip::{IPV4_HEADER_LEN, IPV6_HEADER_LEN};
+
+/// Length of the ICRC trailer.
+pub const ICRC_LEN: usize = 4;
+
+/// Computes the ICRC of a frame's IP packet. `ip_packet` starts at the IP header and ends just
+/// before the ICRC; `is_ipv6` selects the masking. The caller has checked that the buffer holds
+/// the IP, UDP and BTH headers.
+pub fn compute(ip_packet: &[u8], is_ipv6: bool) -> [u8; ICRC_LEN] {
+    let ip_len = if is_ipv6 {
+        IPV6_HEADER_LEN
+    } else {
+        IPV4_HEADER_LEN
+    };
+    // IP + UDP + BTH, the part with variant fields.
+    let mut masked = [0u8; IPV6_HEADER_LEN + 8 + 12];
+    let head_len = ip_len + 8 + 12;
+    let masked = &mut masked[..head_len];
+    masked.copy_from_slice(&ip_packet[..head_len]);
+    if is_ipv6 {
+        masked[0] |= 0x0f; // traffic class, upper nibble
+        masked[1] = 0xff; // traffic class lower nibble + flow label
+        masked[2] = 0xff;
+        masked[3] = 0xff;
+        masked[7] = 0xff; // hop limit
+    } else {
+        masked[1] = 0xff; // TOS
+        masked[8] = 0xff; // TTL
+        masked[10] = 0xff; // header checksum
+        masked[11] = 0xff;
+    }
+    masked[ip_len + 6] = 0xff; // UDP checksum
+    masked[ip_len + 7] = 0xff;
+    masked[ip_len + 8 + 4] = 0xff; // BTH FECN/BECN/reserved
+    let mut h = crc32fast::Hasher::new();
+    h.update(&[0xff; 8]);
+    h.update(masked);
+    h.update(&ip_packet[head_len..]);
+    h.finalize().to_le_bytes()
+}

@@ -1,0 +1,413 @@
+//! The ferroce transport headers that follow the BTH: data (FDH, RETH, immediate), ACK with
+//! SACK, NAK and connection management (CM). All multi-byte fields are big-endian.
+
+use super::{
+    Field, ParseError, SACK_BITS, bth::Opcode, read_u16, read_u32, read_u64, write_u16, write_u32,
+    write_u64,
+};
+use serde::{Deserialize, Serialize};
+
+/// Length of the ferroce data header (FDH).
+pub const FDH_LEN: usize = 24;
+/// Length of the RDMA extended transport header carried by Writes.
+pub const RETH_LEN: usize = 12;
+/// Length of the immediate data field.
+pub const IMM_LEN: usize = 4;
+/// Length of the ACK header.
+pub const ACK_LEN: usize = 48;
+/// Length of the NAK header.
+pub const NAK_LEN: usize = 16;
+/// Length of the CM message.
+pub const CM_LEN: usize = 32;
+
+mod fdh {
+    use super::Field;
+    pub const FLOW: Field = 0..2;
+    pub const TAG: Field = 2..4;
+    pub const MSN: Field = 4..8;
+    pub const SSN: Field = 8..12;
+    pub const OFFSET: Field = 12..16;
+    pub const MSG_LEN: Field = 16..20;
+    pub const TIMESTAMP: Field = 20..24;
+}
+
+mod reth {
+    use super::Field;
+    pub const VA: Field = 0..8;
+    pub const RKEY: Field = 8..12;
+}
+
+mod ack {
+    use super::Field;
+    pub const FLOW: Field = 0..2;
+    pub const FLAGS: usize = 2;
+    pub const CE_COUNT: Field = 4..6;
+    pub const RATE_HINT: Field = 8..12;
+    pub const TS_ECHO: Field = 12..16;
+    pub const SACK: Field = 16..48;
+    pub const FLAG_ECE: u8 = 0x01;
+}
+
+mod nak {
+    use super::Field;
+    pub const FLOW: Field = 0..2;
+    pub const REASON: usize = 2;
+    pub const TAG: Field = 4..6;
+    pub const MSN: Field = 8..12;
+    pub const OFFSET: Field = 12..16;
+}
+
+mod cm {
+    use super::Field;
+    pub const KIND: usize = 0;
+    pub const FLAGS: usize = 1;
+    pub const PATH_COUNT: Field = 2..4;
+    pub const SRC_CONN: Field = 4..8;
+    pub const DST_CONN: Field = 8..12;
+    pub const MTU: Field = 12..14;
+    pub const TAG_COUNT: Field = 14..16;
+    pub const INITIAL_FSN: Field = 16..20;
+    pub const RATE: Field = 20..24;
+    pub const TAG_MODES: Field = 24..32;
+}
+
+/// The RDMA extended transport header of a Write: where this packet's first byte goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RethRepr {
+    /// Remote virtual address of this packet's first payload byte (not of the message).
+    pub va: u64,
+    /// Remote key of the memory region.
+    pub rkey: u32,
+}
+
+/// A data packet's transport headers: enough to place the payload on its own, in any order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataRepr {
+    /// Flow (path) index within the connection.
+    pub flow: u16,
+    /// Message stream the message belongs to.
+    pub tag: u16,
+    /// Message sequence number within the Tag: the completion order of all messages (Sends
+    /// and Writes) of the Tag.
+    pub msn: u32,
+    /// Send sequence number within the Tag: which posted receive buffer a Send consumes (the
+    /// n-th Send of a Tag takes the n-th receive posted on it). Zero for Writes.
+    pub ssn: u32,
+    /// Byte offset of this packet's payload within the message.
+    pub offset: u32,
+    /// Total message length in bytes.
+    pub msg_len: u32,
+    /// Sender's transmit timestamp (nanoseconds, wrapping), echoed in ACKs for RTT.
+    pub timestamp: u32,
+    /// Present exactly for Write opcodes.
+    pub reth: Option<RethRepr>,
+    /// Present exactly for the immediate opcodes.
+    pub imm: Option<u32>,
+}
+
+/// A selective acknowledgement of one flow. The cumulative FSN travels in the BTH PSN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AckRepr {
+    /// Flow being acknowledged.
+    pub flow: u16,
+    /// ECN-echo: at least one packet covered by this ACK arrived CE-marked.
+    pub ecn_echo: bool,
+    /// Number of CE-marked packets since the previous ACK of this flow (saturating).
+    pub ce_count: u16,
+    /// The receiver's fair-share rate hint for this sender, in Mb/s (0 = no hint).
+    pub rate_hint_mbps: u32,
+    /// Timestamp of the packet that triggered this ACK, echoed.
+    pub ts_echo: u32,
+    /// Bit `i` (byte `i / 8`, bit `i % 8`, least significant first) reports FSN `cum + 1 + i`.
+    pub sack: [u8; SACK_BITS / 8],
+}
+
+/// Why the receiver refused a data packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum NakReason {
+    /// No receive buffer posted for this Send, or the message slot is busy: retry later.
+    ReceiverNotReady = 0x20,
+    /// The packet contradicts the message it belongs to (length, Tag, offset).
+    InvalidRequest = 0x61,
+    /// Bad rkey, out of the region's bounds, or the region forbids remote writes.
+    RemoteAccess = 0x62,
+    /// The FSN is beyond the receiver's 256-packet SACK window.
+    OutOfWindow = 0x70,
+}
+
+impl NakReason {
+    /// Decodes the reason byte.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            0x20 => NakReason::ReceiverNotReady,
+            0x61 => NakReason::InvalidRequest,
+            0x62 => NakReason::RemoteAccess,
+            0x70 => NakReason::OutOfWindow,
+            _ => return None,
+        })
+    }
+}
+
+/// A negative acknowledgement of one data packet. The packet's FSN travels in the BTH PSN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NakRepr {
+    /// Flow of the refused packet.
+    pub flow: u16,
+    /// Why it was refused.
+    pub reason: NakReason,
+    /// Tag of the refused packet.
+    pub tag: u16,
+    /// MSN of the refused packet.
+    pub msn: u32,
+    /// Message offset of the refused packet.
+    pub offset: u32,
+}
+
+/// The connection-management message kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[repr(u8)]
+pub enum CmKind {
+    /// Connect request.
+    Request = 1,
+    /// Reply accepting a request.
+    Reply = 2,
+    /// Ready to use: the requester saw the reply.
+    ReadyToUse = 3,
+    /// Reject.
+    Reject = 4,
+    /// Disconnect request.
+    DisconnectRequest = 5,
+    /// Disconnect reply.
+    DisconnectReply = 6,
+}
+
+impl CmKind {
+    /// Decodes the kind byte.
+    pub fn from_u8(v: u8) -> Option<Self> {
+        Some(match v {
+            1 => CmKind::Request,
+            2 => CmKind::Reply,
+            3 => CmKind::ReadyToUse,
+            4 => CmKind::Reject,
+            5 => CmKind::DisconnectRequest,
+            6 => CmKind::DisconnectReply,
+            _ => return None,
+        })
+    }
+}
+
+/// A connection-management message. The hardware does not interpret it beyond its length: it is
+/// handed to the host, which runs the exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CmRepr {
+    /// Message kind.
+    pub kind: CmKind,
+    /// Kind-specific flags (reject reason for `Reject`).
+    pub flags: u8,
+    /// Number of flows (paths) the sender wants or grants.
+    pub path_count: u16,
+    /// Sender's connection id.
+    pub src_conn: u32,
+    /// Receiver's connection id (0 in a request).
+    pub dst_conn: u32,
+    /// Path MTU in bytes of payload.
+    pub mtu: u16,
+    /// Number of Tags.
+    pub tag_count: u16,
+    /// First FSN of every flow, sender to receiver.
+    pub initial_fsn: u32,
+    /// Sender's line rate in Mb/s (for the receiver's fair-share computation).
+    pub rate_mbps: u32,
+    /// Completion mode of Tags 0–63: bit set = ordered.
+    pub tag_modes: u64,
+}
+
+/// The header(s) after the BTH, by packet type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportRepr {
+    /// Send or Write (with or without immediate).
+    Data(DataRepr),
+    /// ACK with SACK.
+    Ack(AckRepr),
+    /// NAK.
+    Nak(NakRepr),
+    /// Connection management.
+    Cm(CmRepr),
+}
+
+impl TransportRepr {
+    /// Length of the transport headers for `opcode`.
+    pub fn header_len_for(opcode: Opcode) -> usize {
+        match opcode {
+            Opcode::Send => FDH_LEN,
+            Opcode::SendImm => FDH_LEN + IMM_LEN,
+            Opcode::Write => FDH_LEN + RETH_LEN,
+            Opcode::WriteImm => FDH_LEN + RETH_LEN + IMM_LEN,
+            Opcode::Ack => ACK_LEN,
+            Opcode::Nak => NAK_LEN,
+            Opcode::Cm => CM_LEN,
+        }
+    }
+
+    /// Parses the transport headers of a packet of type `opcode` at the start of `b`.
+    /// Returns the headers and their length.
+    pub fn parse(opcode: Opcode, b: &[u8]) -> Result<(Self, usize), ParseError> {
+        let len = Self::header_len_for(opcode);
+        if b.len() < len {
+            return Err(ParseError::Truncated);
+        }
+        let repr = match opcode {
+            Opcode::Ack => TransportRepr::Ack(AckRepr {
+                flow: read_u16(b, ack::FLOW.start),
+                ecn_echo: b[ack::FLAGS] & ack::FLAG_ECE != 0,
+                ce_count: read_u16(b, ack::CE_COUNT.start),
+                rate_hint_mbps: read_u32(b, ack::RATE_HINT.start),
+                ts_echo: read_u32(b, ack::TS_ECHO.start),
+                sack: b[ack::SACK].try_into().unwrap_or([0; SACK_BITS / 8]),
+            }),
+            Opcode::Nak => TransportRepr::Nak(NakRepr {
+                flow: read_u16(b, nak::FLOW.start),
+                reason: NakReason::from_u8(b[nak::REASON]).ok_or(ParseError::BadOpcode)?,
+                tag: read_u16(b, nak::TAG.start),
+                msn: read_u32(b, nak::MSN.start),
+                offset: read_u32(b, nak::OFFSET.start),
+            }),
+            Opcode::Cm => TransportRepr::Cm(CmRepr {
+                kind: CmKind::from_u8(b[cm::KIND]).ok_or(ParseError::BadOpcode)?,
+                flags: b[cm::FLAGS],
+                path_count: read_u16(b, cm::PATH_COUNT.start),
+                src_conn: read_u32(b, cm::SRC_CONN.start),
+                dst_conn: read_u32(b, cm::DST_CONN.start),
+                mtu: read_u16(b, cm::MTU.start),
+                tag_count: read_u16(b, cm::TAG_COUNT.start),
+                initial_fsn: read_u32(b, cm::INITIAL_FSN.start),
+                rate_mbps: read_u32(b, cm::RATE.start),
+                tag_modes: read_u64(b, cm::TAG_MODES.start),
+            }),
+            _ => {
+                let mut at = FDH_LEN;
+                let reth = if opcode.is_write() {
+                    let r = RethRepr {
+                        va: read_u64(b, at + reth::VA.start),
+                        rkey: read_u32(b, at + reth::RKEY.start),
+                    };
+                    at += RETH_LEN;
+                    Some(r)
+                } else {
+                    None
+                };
+                let imm = opcode.has_imm().then(|| read_u32(b, at));
+                TransportRepr::Data(DataRepr {
+                    flow: read_u16(b, fdh::FLOW.start),
+                    tag: read_u16(b, fdh::TAG.start),
+                    msn: read_u32(b, fdh::MSN.start),
+                    ssn: read_u32(b, fdh::SSN.start),
+                    offset: read_u32(b, fdh::OFFSET.start),
+                    msg_len: read_u32(b, fdh::MSG_LEN.start),
+                    timestamp: read_u32(b, fdh::TIMESTAMP.start),
+                    reth,
+                    imm,
+                })
+            }
+        };
+        Ok((repr, len))
+    }
+
+    /// The BTH opcode this header belongs with.
+    pub fn opcode(&self) -> Opcode {
+        match self {
+            TransportRepr::Data(d) => match (d.reth.is_some(), d.imm.is_some()) {
+                (false, false) => Opcode::Send,
+                (false, true) => Opcode::SendImm,
+                (true, false) => Opcode::Write,
+                (true, true) => Opcode::WriteImm,
+            },
+            TransportRepr::Ack(_) => Opcode::Ack,
+            TransportRepr::Nak(_) => Opcode::Nak,
+            TransportRepr::Cm(_) => Opcode::Cm,
+        }
+    }
+
+    /// Length of the emitted headers.
+    pub fn header_len(&self) -> usize {
+        Self::header_len_for(self.opcode())
+    }
+
+    /// Writes the headers into the start of `b` (which must hold [`Self::header_len`] bytes);
+    /// reserved bytes are written as zero.
+    pub fn emit(&self, b: &mut [u8]) {
+        b[..self.header_len()].fill(0);
+        match self {
+            TransportRepr::Data(d) => {
+                write_u16(b, fdh::FLOW.start, d.flow);
+                write_u16(b, fdh::TAG.start, d.tag);
+                write_u32(b, fdh::MSN.start, d.msn);
+                write_u32(b, fdh::SSN.start, d.ssn);
+                write_u32(b, fdh::OFFSET.start, d.offset);
+                write_u32(b, fdh::MSG_LEN.start, d.msg_len);
+                write_u32(b, fdh::TIMESTAMP.start, d.timestamp);
+                let mut at = FDH_LEN;
+                if let Some(r) = d.reth {
+                    write_u64(b, at + reth::VA.start, r.va);
+                    write_u32(b, at + reth::RKEY.start, r.rkey);
+                    at += RETH_LEN;
+                }
+                if let Some(imm) = d.imm {
+                    write_u32(b, at, imm);
+                }
+            }
+            TransportRepr::Ack(a) => {
+                write_u16(b, ack::FLOW.start, a.flow);
+                b[ack::FLAGS] = if a.ecn_echo { ack::FLAG_ECE } else { 0 };
+                write_u16(b, ack::CE_COUNT.start, a.ce_count);
+                write_u32(b, ack::RATE_HINT.start, a.rate_hint_mbps);
+                write_u32(b, ack::TS_ECHO.start, a.ts_echo);
+                b[ack::SACK].copy_from_slice(&a.sack);
+            }
+            TransportRepr::Nak(n) => {
+                write_u16(b, nak::FLOW.start, n.flow);
+                b[nak::REASON] = n.reason as u8;
+                write_u16(b, nak::TAG.start, n.tag);
+                write_u32(b, nak::MSN.start, n.msn);
+                write_u32(b, nak::OFFSET.start, n.offset);
+            }
+            TransportRepr::Cm(c) => {
+                b[cm::KIND] = c.kind as u8;
+                b[cm::FLAGS] = c.flags;
+                write_u16(b, cm::PATH_COUNT.start, c.path_count);
+                write_u32(b, cm::SRC_CONN.start, c.src_conn);
+                write_u32(b, cm::DST_CONN.start, c.dst_conn);
+                write_u16(b, cm::MTU.start, c.mtu);
+                write_u16(b, cm::TAG_COUNT.start, c.tag_count);
+                write_u32(b, cm::INITIAL_FSN.start, c.initial_fsn);
+                write_u32(b, cm::RATE.start, c.rate_mbps);
+                write_u64(b, cm::TAG_MODES.start, c.tag_modes);
+            }
+        }
+    }
+}
+
+impl AckRepr {
+    /// Whether the SACK bitmap reports FSN `cum + 1 + i`.
+    pub fn sacked(&self, i: usize) -> bool {
+        i < SACK_BITS && self.sack[i / 8] & (1 << (i % 8)) != 0
+    }
+}
+
+impl CmRepr {
+    /// Parses a CM message from its 32 bytes (as carried in a CM event).
+    pub fn parse_bytes(b: &[u8]) -> Result<Self, ParseError> {
+        match TransportRepr::parse(Opcode::Cm, b)? {
+            (TransportRepr::Cm(c), _) => Ok(c),
+            _ => Err(ParseError::BadOpcode),
+        }
+    }
+
+    /// The message as its 32 wire bytes.
+    pub fn to_bytes(&self) -> [u8; CM_LEN] {
+        let mut b = [0u8; CM_LEN];
+        TransportRepr::Cm(*self).emit(&mut b);
+        b
+    }
+}

@@ -1,0 +1,22 @@
+//! Simulation on top of the NIC interface.
+//!
+//! Today:
+//! - [`rng`]: a small seeded generator, so every run is reproducible.
+//! - [`link`]: a lossy multipath link between two NICs: ECMP by UDP source port over N paths
+//!   with their own delays, jitter (reordering), loss, duplication and ECN CE marking.
+//! - [`sender`]: a scripted reference sender: segments messages into packets, sprays them over
+//!   the flows, and resends exactly the holes the SACK bitmaps show (plus a retransmission
+//!   timeout). It exists to exercise the fast path; the real transport is the host library's
+//!   (issue 4), with congestion control, pacing and path health, none of which is here.
+//! - [`scenario`]: two NICs, a link, a connection set up with CM packets, a list of messages;
+//!   runs to completion and verifies every byte. The demo and the end-to-end tests use it.
+//! - [`setup`]: a NIC's programmed state as a TOML/JSON file, for `ferroce replay`.
+//!
+//! Next: `RtlNic` (the generated Verilog under Verilator behind `ferroce_driver::Nic`, issue 3)
+//! and the packet-level fabric simulator with the RoCEv2 baseline (issue 5).
+
+pub mod link;
+pub mod rng;
+pub mod scenario;
+pub mod sender;
+pub mod setup;
