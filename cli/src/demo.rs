@@ -92,11 +92,8 @@ pub fn demo(args: &ScenarioArgs, trace_lines: usize, out: &Path) -> anyhow::Resu
         trace_lines.min(r.trace.len()),
         r.trace.len()
     );
-    println!(
-        "  {:>9}  {:<4} {:>4}  {:<9} frame",
-        "time us", "dir", "path", "fate"
-    );
-    for t in r.trace.iter().take(trace_lines) {
+    println!("    time us  dir  path  fate       frame");
+    let line = |t: &scenario::TraceEntry| {
         let fate = match (t.fate.lost, t.fate.marked, t.fate.duplicated) {
             (true, ..) => "LOST",
             (_, true, true) => "CE+dup",
@@ -104,25 +101,45 @@ pub fn demo(args: &ScenarioArgs, trace_lines: usize, out: &Path) -> anyhow::Resu
             (_, _, true) => "dup",
             _ => "",
         };
+        let fate = if t.resend {
+            format!("resend {fate}")
+        } else {
+            fate.to_string()
+        };
         let dir = if t.from == Side::A { "A>B" } else { "B>A" };
         println!(
-            "  {:>9.3}  {:<4} {:>4}  {:<9} {}",
+            "  {:>9.3}  {:<4} {:>4}  {:<10} {}",
             t.time_ns as f64 / 1e3,
             dir,
             t.fate.path,
             fate,
             t.summary
         );
+    };
+    r.trace.iter().take(trace_lines).for_each(line);
+    let notable: Vec<_> = r
+        .trace
+        .iter()
+        .skip(trace_lines)
+        .filter(|t| {
+            t.fate.lost
+                || t.fate.marked
+                || t.resend
+                || t.fate.duplicated
+                || t.summary.starts_with("nak")
+                || (t.summary.starts_with("ack") && !t.summary.contains("sacked 0 "))
+        })
+        .collect();
+    if !notable.is_empty() {
+        println!("  ... then every loss, CE mark, resend, duplicate, NAK and ACK with a SACK gap:");
+        notable.into_iter().for_each(line);
     }
 
     println!("\nMessages (A -> B):");
-    println!(
-        "  {:<2} {:<9} {:>3} {:>3} {:>7}  {:<18} {:<13} {}",
-        "#", "op", "tag", "msn", "bytes", "receiver", "sender", "verified"
-    );
+    println!("  #  op        tag msn   bytes  receiver             sender        verified");
     for (i, m) in r.messages.iter().enumerate() {
         println!(
-            "  {:<2} {:<9} {:>3} {:>3} {:>7}  {:<18} {:<13} {}",
+            "  {:<2} {:<9} {:>3} {:>3} {:>7}  {:<20} {:<13} {}",
             i,
             m.opcode,
             m.tag,

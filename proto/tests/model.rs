@@ -247,8 +247,11 @@ impl Pkt {
     }
 }
 
+/// ACKs (with their cumulative FSN) and NAKs (with the refused FSN) the NIC emitted.
+type Emitted = (Vec<(u32, AckRepr)>, Vec<(u32, NakReason)>);
+
 /// The ACKs and NAKs the NIC emitted, parsed.
-fn emitted(fp: &mut FastPath) -> (Vec<(u32, AckRepr)>, Vec<(u32, NakReason)>) {
+fn emitted(fp: &mut FastPath) -> Emitted {
     let (mut acks, mut naks) = (Vec::new(), Vec::new());
     while let Some(f) = fp.pop_tx_frame() {
         let p = parse_frame(&f, 4791).expect("the NIC emits valid frames");

@@ -102,12 +102,15 @@ pub struct LinkStats {
     pub per_path: Vec<u64>,
 }
 
+/// A frame on its way: (arrival time, sequence for a stable order, receiving side, bytes).
+type InFlight = (u64, u64, Side, Vec<u8>);
+
 /// The link with the frames in flight.
 #[derive(Debug)]
 pub struct Link {
     cfg: LinkConfig,
     rng: Rng,
-    in_flight: BinaryHeap<Reverse<(u64, u64, Side, Vec<u8>)>>,
+    in_flight: BinaryHeap<Reverse<InFlight>>,
     seq: u64,
     busy_until: [u64; 2],
     /// Last delivery time per (receiving side, path): keeps each path in order.

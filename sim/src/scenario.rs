@@ -117,6 +117,8 @@ pub struct TraceEntry {
     pub summary: String,
     /// What the link did with it.
     pub fate: Fate,
+    /// A data packet whose flow and FSN were sent before: a retransmission.
+    pub resend: bool,
 }
 
 /// What happened to one message.
@@ -449,6 +451,7 @@ pub fn run(cfg: &ScenarioConfig) -> Result<ScenarioReport, ScenarioError> {
 
     let mut link = Link::new(cfg.link.clone());
     let mut trace = Vec::new();
+    let mut sent_data = std::collections::HashSet::new();
     let mut frames = Vec::new();
     let mut b_conn: Option<ConnectionEntry> = None;
     let mut a_connected = false;
@@ -473,6 +476,13 @@ pub fn run(cfg: &ScenarioConfig) -> Result<ScenarioReport, ScenarioError> {
             node.dev.nic().poll(now);
             while let Some(frame) = node.dev.nic().transmit_frame() {
                 let summary = describe(&frame);
+                let resend = match parse_frame(&frame, ROCEV2_UDP_PORT) {
+                    Ok(f) => match f.transport {
+                        TransportRepr::Data(d) => !sent_data.insert((d.flow, f.bth.psn)),
+                        _ => false,
+                    },
+                    Err(_) => false,
+                };
                 frames.push((now, frame.clone()));
                 let fate = link.send(now, side, frame);
                 trace.push(TraceEntry {
@@ -480,6 +490,7 @@ pub fn run(cfg: &ScenarioConfig) -> Result<ScenarioReport, ScenarioError> {
                     from: side,
                     summary,
                     fate,
+                    resend,
                 });
             }
         }

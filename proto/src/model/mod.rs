@@ -210,10 +210,10 @@ impl FastPath {
             o if (regs::TABLE_DATA..regs::TABLE_DATA + 4 * TABLE_WORDS as u32).contains(&o) => {
                 r.table_data[((o - regs::TABLE_DATA) / 4) as usize] = value
             }
-            o if (regs::COUNTERS..regs::COUNTERS + 8 * Counter::COUNT as u32).contains(&o) => {
-                if o % 8 == 0 {
-                    self.counters[((o - regs::COUNTERS) / 8) as usize] = 0;
-                }
+            o if (regs::COUNTERS..regs::COUNTERS + 8 * Counter::COUNT as u32).contains(&o)
+                && o % 8 == 0 =>
+            {
+                self.counters[((o - regs::COUNTERS) / 8) as usize] = 0;
             }
             _ => {} // writes to read-only or unmapped registers are ignored, as on AXI-Lite
         }

@@ -10,7 +10,8 @@ use super::{
     udp::{self, UdpRepr},
 };
 
-/// The smallest frame the parser looks at: Ethernet + IPv4 + UDP + BTH + ICRC.
+/// The fixed per-frame overhead below the ferroce transport headers (Ethernet + IPv4 + UDP +
+/// BTH + ICRC): no valid frame is shorter.
 pub const MIN_FRAME_LEN: usize = 14 + 20 + 8 + 12 + 4;
 
 /// A parsed, validated frame borrowing its payload from the receive buffer.
@@ -118,8 +119,10 @@ impl FrameRepr<'_> {
             + ICRC_LEN
     }
 
-    /// Builds the frame: headers, lengths, IPv4 checksum and ICRC.
+    /// Builds the frame: headers, lengths, IPv4 checksum and ICRC. The payload must fit one
+    /// jumbo frame (the transmit path bounds it by `hsi::MAX_PAYLOAD_LEN`).
     pub fn emit(&self) -> Vec<u8> {
+        debug_assert!(self.l4_len() + super::ip::IPV6_HEADER_LEN <= u16::MAX as usize);
         let mut out = vec![0u8; self.frame_len()];
         let mut ip = self.ip;
         ip.set_payload_len(self.l4_len());

@@ -47,7 +47,8 @@ pub(crate) type Field = core::ops::Range<usize>;
 /// (see [`crate::hsi::Counter`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ParseError {
-    /// Shorter than the headers it announces, or shorter than the smallest ferroce frame.
+    /// Shorter than a header it announces or needs; also an ACK, NAK or CM packet with bytes
+    /// between its header and the ICRC (its length does not match its type).
     Truncated,
     /// EtherType is neither IPv4, IPv6 nor an 802.1Q tag carrying one of them.
     BadEtherType,
@@ -62,7 +63,7 @@ pub enum ParseError {
     BadUdp,
     /// BTH transport version, pad count or partition key is not what ferroce sends.
     BadBth,
-    /// The BTH opcode is not a ferroce opcode.
+    /// The BTH opcode is not a ferroce opcode, or a NAK reason or CM kind is unknown.
     BadOpcode,
     /// The invariant CRC does not match.
     BadIcrc,

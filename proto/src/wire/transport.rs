@@ -105,7 +105,9 @@ pub struct DataRepr {
     pub imm: Option<u32>,
 }
 
-/// A selective acknowledgement of one flow. The cumulative FSN travels in the BTH PSN.
+/// A selective acknowledgement of one flow. The cumulative FSN travels in the BTH PSN: it is the
+/// next FSN the receiver expects (every FSN before it was received, it itself was not), and bit
+/// `i` of the SACK bitmap reports FSN `cum + 1 + i`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AckRepr {
     /// Flow being acknowledged.
