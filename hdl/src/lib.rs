@@ -1,7 +1,19 @@
-//! The NIC fast path in rust-hdl, and its Verilog generation.
+//! The ferroce NIC fast path in rust-hdl, and its Verilog generation.
 //!
-//! **Not written yet** (issue 3). This crate will hold one module per hardware block — header
-//! capture and parse, SACK state in block RAM, direct placement with memory-protection checks,
-//! message progress and completion events, ECN echo and the ACK builder, transmit, and the
-//! AXI4-Lite register/table block — each matching [`ferroce_proto::model`] bit for bit and
-//! taking every layout and register from [`ferroce_proto::hsi`].
+//! Every layout, constant and register comes from [`ferroce_proto`]; every block is held bit
+//! for bit to [`ferroce_proto::model`] / [`ferroce_proto::wire`] by co-simulation under
+//! Verilator (crate `ferroce-sim`).
+//!
+//! Done:
+//! - [`crc`]: CRC-32 over one 64-bit beat.
+//! - [`rx_parse`]: the RX header parser: framing, every validation of `parse_frame` in its
+//!   order, the ICRC on the fly, field extraction; one beat per cycle, back to back.
+//!
+//! Not written yet (issue 3 continues): the packet buffer and payload realignment, the SACK
+//! state in block RAM, placement with protection checks and DMA write generation, message
+//! progress and completion events, the ACK/NAK builder, the transmit path, the AXI4-Lite
+//! register and table block, and the top level joining them.
+
+pub mod crc;
+pub mod rx_parse;
+pub mod verilog;

@@ -11,12 +11,16 @@
 //! - [`scenario`]: two NICs, a link, a connection set up with CM packets, a list of messages;
 //!   runs to completion and verifies every byte. The demo and the end-to-end tests use it.
 //! - [`setup`]: a NIC's programmed state as a TOML/JSON file, for `ferroce replay`.
+//! - [`rtl`]: the `ferroce-hdl` blocks verilated by the build script and driven through a port
+//!   table; so far the RX parser ([`rtl::rx_parser`]), checked against the specification by
+//!   the differential tests in `tests/tests/rtl_parser.rs`.
 //!
-//! Next: `RtlNic` (the generated Verilog under Verilator behind `ferroce_driver::Nic`, issue 3)
+//! Next: `RtlNic` (the whole fast path under Verilator behind `ferroce_driver::Nic`, issue 3)
 //! and the packet-level fabric simulator with the RoCEv2 baseline (issue 5).
 
 pub mod link;
 pub mod rng;
+pub mod rtl;
 pub mod scenario;
 pub mod sender;
 pub mod setup;

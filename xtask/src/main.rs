@@ -14,6 +14,7 @@ usage: cargo xtask <command> [args]
 commands:
   demo [ARGS]   run the demo (two NICs over a lossy 4-path link); ARGS go to `ferroce demo`
   test          install what the tests need, then rustfmt, clippy and every test
+  gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
 
 environment:
   FERROCE_LONG=1   long test mode: many more random cases (slow; not for CI)
@@ -24,6 +25,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("demo") => demo(&args[1..]),
         Some("test") => test(),
+        Some("gen") => generate_verilog(args.get(1).map(String::as_str)),
         _ => {
             eprint!("{USAGE}");
             return ExitCode::from(2);
@@ -163,8 +165,31 @@ fn demo(args: &[String]) -> Result {
     Ok(())
 }
 
+/// The Debian packages the tests drive: packet tools and the HDL toolchain.
+const TEST_TOOLS: &[(&str, &str)] = &[
+    ("tshark", "tshark"),
+    ("verilator", "verilator"),
+    ("iverilog", "iverilog"),
+    ("yosys", "yosys"),
+];
+
+fn generate_verilog(dir: Option<&str>) -> Result {
+    let dir = dir.map_or_else(|| root().join("target/verilog"), PathBuf::from);
+    run(cargo()
+        .args([
+            "run",
+            "--quiet",
+            "--package",
+            "ferroce-hdl",
+            "--bin",
+            "ferroce-hdl-gen",
+            "--",
+        ])
+        .arg(dir))
+}
+
 fn test() -> Result {
-    ensure_apt(&[("tshark", "tshark")])?;
+    ensure_apt(TEST_TOOLS)?;
     let python = ensure_python()?;
     run(cargo().args(["fmt", "--all", "--check"]))?;
     run(cargo().args([

@@ -11,6 +11,32 @@ use super::ip::{IPV4_HEADER_LEN, IPV6_HEADER_LEN};
 /// Length of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
 
+/// The bytes the ICRC treats as all ones, as (offset from the start of the IP header, bits):
+/// IPv4 TOS, TTL and header checksum; IPv6 traffic class, flow label and hop limit; the UDP
+/// checksum; BTH byte 4 (FECN, BECN, reserved). The RTL builds its masks from this table.
+pub fn variant_fields(is_ipv6: bool) -> &'static [(usize, u8)] {
+    const V4: &[(usize, u8)] = &[
+        (1, 0xff),
+        (8, 0xff),
+        (10, 0xff),
+        (11, 0xff),
+        (IPV4_HEADER_LEN + 6, 0xff),
+        (IPV4_HEADER_LEN + 7, 0xff),
+        (IPV4_HEADER_LEN + 8 + 4, 0xff),
+    ];
+    const V6: &[(usize, u8)] = &[
+        (0, 0x0f),
+        (1, 0xff),
+        (2, 0xff),
+        (3, 0xff),
+        (7, 0xff),
+        (IPV6_HEADER_LEN + 6, 0xff),
+        (IPV6_HEADER_LEN + 7, 0xff),
+        (IPV6_HEADER_LEN + 8 + 4, 0xff),
+    ];
+    if is_ipv6 { V6 } else { V4 }
+}
+
 /// Computes the ICRC of a frame's IP packet. `ip_packet` starts at the IP header and ends just
 /// before the ICRC; `is_ipv6` selects the masking. The caller has checked that the buffer holds
 /// the IP, UDP and BTH headers.
@@ -25,21 +51,9 @@ pub fn compute(ip_packet: &[u8], is_ipv6: bool) -> [u8; ICRC_LEN] {
     let head_len = ip_len + 8 + 12;
     let masked = &mut masked[..head_len];
     masked.copy_from_slice(&ip_packet[..head_len]);
-    if is_ipv6 {
-        masked[0] |= 0x0f; // traffic class, upper nibble
-        masked[1] = 0xff; // traffic class lower nibble + flow label
-        masked[2] = 0xff;
-        masked[3] = 0xff;
-        masked[7] = 0xff; // hop limit
-    } else {
-        masked[1] = 0xff; // TOS
-        masked[8] = 0xff; // TTL
-        masked[10] = 0xff; // header checksum
-        masked[11] = 0xff;
+    for &(at, bits) in variant_fields(is_ipv6) {
+        masked[at] |= bits;
     }
-    masked[ip_len + 6] = 0xff; // UDP checksum
-    masked[ip_len + 7] = 0xff;
-    masked[ip_len + 8 + 4] = 0xff; // BTH FECN/BECN/reserved
     let mut h = crc32fast::Hasher::new();
     h.update(&[0xff; 8]);
     h.update(masked);

@@ -69,6 +69,34 @@ pub enum ParseError {
     BadIcrc,
 }
 
+impl ParseError {
+    /// Every error, in the order of their codes (1, 2, ...).
+    pub const ALL: [ParseError; 9] = [
+        ParseError::Truncated,
+        ParseError::BadEtherType,
+        ParseError::BadIpHeader,
+        ParseError::BadIpChecksum,
+        ParseError::NotUdp,
+        ParseError::BadUdp,
+        ParseError::BadBth,
+        ParseError::BadOpcode,
+        ParseError::BadIcrc,
+    ];
+
+    /// The 4-bit code the RTL parser reports for this error (0 means "accepted").
+    pub fn code(self) -> u8 {
+        Self::ALL
+            .iter()
+            .position(|&e| e == self)
+            .map_or(0, |i| i as u8 + 1)
+    }
+
+    /// The error with this code; `None` for 0 and for unknown codes.
+    pub fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.get((code as usize).checked_sub(1)?).copied()
+    }
+}
+
 #[inline]
 pub(crate) fn read_u16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
@@ -120,6 +148,15 @@ pub fn fsn_add(fsn: u32, n: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_error_codes_round_trip() {
+        for e in ParseError::ALL {
+            assert_eq!(ParseError::from_code(e.code()), Some(e));
+            assert!((1..16).contains(&e.code()));
+        }
+        assert_eq!(ParseError::from_code(0), None);
+    }
 
     #[test]
     fn fsn_serial_arithmetic_wraps() {

@@ -1,0 +1,765 @@
+//! RX header parser: validates a frame from the MAC's AXI4-Stream and extracts the fields the
+//! rest of the fast path needs, in the exact order and with the exact outcome of
+//! [`ferroce_proto::wire::parse_frame`].
+//!
+//! Streaming, one 64-bit beat per cycle, never stalls (`s_tready` is always high):
+//!
+//! - the first 16 beats (128 bytes: every ferroce header, VLAN and IPv6 included) are kept,
+//!   byte-swapped so that big-endian fields are contiguous bit ranges; two shifts then remove
+//!   the VLAN tag and the IPv6/IPv4 difference, so every later field sits at a constant offset;
+//! - the ICRC runs on the fly over a realigned stream: the 8 bytes of 0xFF that stand for the
+//!   masked LRH (folded into the initial state [`CRC_AFTER_LRH`]), then the IP packet from its
+//!   first byte, shifted by 6 bytes (untagged) or 2 bytes (tagged) so that every beat is full
+//!   except the last; the variant fields are forced to ones at their fixed positions; the four
+//!   ICRC bytes are picked out of the same stream. One extra cycle after `tlast` finishes it;
+//! - at the end of the frame every check is evaluated at once and a priority encoder reports
+//!   the first that fails, in `parse_frame`'s order.
+//!
+//! The verdict for a frame is valid (`out_valid` high for one cycle) two cycles after its last
+//! beat. Frames may follow each other back to back, down to one beat each.
+//!
+//! Not yet handled: `tuser` (MAC-reported errors) is ignored; the model has no such input yet.
+
+use crate::crc::Crc32Beat;
+use ferroce_proto::wire::{
+    ParseError, bth, ethernet, icrc, ip,
+    transport::{ACK_LEN, CM_LEN, FDH_LEN, IMM_LEN, NAK_LEN, RETH_LEN},
+};
+use rust_hdl::prelude::*;
+
+/// The CRC register after the 8 bytes of 0xFF that stand for the masked LRH.
+pub const CRC_AFTER_LRH: u32 = 0xDEBB_20E3;
+
+/// Bytes of the frame the parser keeps: every header ferroce can carry.
+pub const HEADER_BYTES: usize = 128;
+
+/// Width in bits of the transport-header output (the 48 bytes after the BTH).
+pub const TH_BITS: usize = 384;
+
+/// The RX parser.
+#[derive(LogicBlock)]
+pub struct RxParser {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Synchronous reset: drops any frame in progress.
+    pub reset: Signal<In, Bit>,
+    /// AXI4-Stream data, first byte in bits 7:0.
+    pub s_tdata: Signal<In, Bits<64>>,
+    /// Byte enables; only the last beat may be partial (lanes from 0).
+    pub s_tkeep: Signal<In, Bits<8>>,
+    /// Beat valid.
+    pub s_tvalid: Signal<In, Bit>,
+    /// Last beat of the frame.
+    pub s_tlast: Signal<In, Bit>,
+    /// Always high: the parser takes one beat per cycle.
+    pub s_tready: Signal<Out, Bit>,
+    /// The ferroce UDP destination port (register `UDP_PORT`).
+    pub udp_port: Signal<In, Bits<16>>,
+
+    /// A verdict is presented this cycle.
+    pub out_valid: Signal<Out, Bit>,
+    /// 0 = accepted, else [`ParseError::code`].
+    pub out_error: Signal<Out, Bits<4>>,
+    /// Frame length in bytes (saturating).
+    pub out_frame_len: Signal<Out, Bits<16>>,
+    /// Tagged with 802.1Q.
+    pub out_vlan: Signal<Out, Bit>,
+    /// The VLAN TCI.
+    pub out_vlan_tci: Signal<Out, Bits<16>>,
+    /// Source MAC.
+    pub out_src_mac: Signal<Out, Bits<48>>,
+    /// IPv6 (else IPv4).
+    pub out_ipv6: Signal<Out, Bit>,
+    /// Source IP, IPv4-mapped for IPv4.
+    pub out_src_ip: Signal<Out, Bits<128>>,
+    /// Destination IP, IPv4-mapped for IPv4.
+    pub out_dst_ip: Signal<Out, Bits<128>>,
+    /// ECN codepoint.
+    pub out_ecn: Signal<Out, Bits<2>>,
+    /// UDP source port (entropy).
+    pub out_src_port: Signal<Out, Bits<16>>,
+    /// BTH opcode.
+    pub out_opcode: Signal<Out, Bits<8>>,
+    /// BTH solicited bit.
+    pub out_solicited: Signal<Out, Bit>,
+    /// BTH AckReq bit.
+    pub out_ack_req: Signal<Out, Bit>,
+    /// BTH destination connection.
+    pub out_dest_conn: Signal<Out, Bits<24>>,
+    /// BTH PSN (the FSN).
+    pub out_psn: Signal<Out, Bits<24>>,
+    /// The 48 bytes after the BTH, first byte in the top bits (big-endian); bytes beyond the
+    /// transport header are undefined.
+    pub out_th: Signal<Out, Bits<384>>,
+    /// Offset of the payload in the frame.
+    pub out_payload_offset: Signal<Out, Bits<16>>,
+    /// Payload length.
+    pub out_payload_len: Signal<Out, Bits<16>>,
+
+    // Constants from the specification (one source: ferroce-proto).
+    k_crc_lrh: Constant<Bits<32>>,
+    k_vlan: Constant<Bits<16>>,
+    k_ipv4: Constant<Bits<16>>,
+    k_ipv6: Constant<Bits<16>>,
+    k_udp: Constant<Bits<8>>,
+    k_pkey: Constant<Bits<16>>,
+    k_e_truncated: Constant<Bits<4>>,
+    k_e_ethertype: Constant<Bits<4>>,
+    k_e_ip_header: Constant<Bits<4>>,
+    k_e_ip_checksum: Constant<Bits<4>>,
+    k_e_not_udp: Constant<Bits<4>>,
+    k_e_udp: Constant<Bits<4>>,
+    k_e_bth: Constant<Bits<4>>,
+    k_e_opcode: Constant<Bits<4>>,
+    k_e_icrc: Constant<Bits<4>>,
+    k_op_send: Constant<Bits<8>>,
+    k_op_send_imm: Constant<Bits<8>>,
+    k_op_write: Constant<Bits<8>>,
+    k_op_write_imm: Constant<Bits<8>>,
+    k_op_ack: Constant<Bits<8>>,
+    k_op_nak: Constant<Bits<8>>,
+    k_op_cm: Constant<Bits<8>>,
+    k_len_send: Constant<Bits<17>>,
+    k_len_send_imm: Constant<Bits<17>>,
+    k_len_write: Constant<Bits<17>>,
+    k_len_write_imm: Constant<Bits<17>>,
+    k_len_ack: Constant<Bits<17>>,
+    k_len_nak: Constant<Bits<17>>,
+    k_len_cm: Constant<Bits<17>>,
+    k_nak_rnr: Constant<Bits<8>>,
+    k_nak_invalid: Constant<Bits<8>>,
+    k_nak_access: Constant<Bits<8>>,
+    k_nak_window: Constant<Bits<8>>,
+    k_cm_first: Constant<Bits<8>>,
+    k_cm_last: Constant<Bits<8>>,
+    k_mask_v4: [Constant<Bits<64>>; 8],
+    k_mask_v6: [Constant<Bits<64>>; 8],
+
+    // Frame capture.
+    beat: DFF<Bits<5>>,
+    bytes: DFF<Bits<16>>,
+    h: [DFF<Bits<64>>; 16],
+    // ICRC stream.
+    prev: DFF<Bits<64>>,
+    s_vlan: DFF<Bit>,
+    s_v6: DFF<Bit>,
+    vtotal: DFF<Bits<17>>,
+    vj: DFF<Bits<13>>,
+    crc: DFF<Bits<32>>,
+    icrc: DFF<Bits<32>>,
+    crc_unit: Crc32Beat,
+    // End-of-frame stages.
+    end1: DFF<Bit>,
+    flen1: DFF<Bits<16>>,
+    valid2: DFF<Bit>,
+    err2: DFF<Bits<4>>,
+    crc2: DFF<Bits<32>>,
+    icrc2: DFF<Bits<32>>,
+    flen2: DFF<Bits<16>>,
+    vlan2: DFF<Bit>,
+    tci2: DFF<Bits<16>>,
+    smac2: DFF<Bits<48>>,
+    v6_2: DFF<Bit>,
+    sip2: DFF<Bits<128>>,
+    dip2: DFF<Bits<128>>,
+    ecn2: DFF<Bits<2>>,
+    sport2: DFF<Bits<16>>,
+    op2: DFF<Bits<8>>,
+    se2: DFF<Bit>,
+    ackreq2: DFF<Bit>,
+    qp2: DFF<Bits<24>>,
+    psn2: DFF<Bits<24>>,
+    th2: DFF<Bits<384>>,
+    poff2: DFF<Bits<16>>,
+    plen2: DFF<Bits<16>>,
+
+    // Combinational scratch.
+    keep_count: Signal<Local, Bits<16>>,
+    swapped: Signal<Local, Bits<64>>,
+    flat: Signal<Local, Bits<1024>>,
+    f3: Signal<Local, Bits<1024>>,
+    f4: Signal<Local, Bits<1024>>,
+    vlan: Signal<Local, Bit>,
+    ethertype: Signal<Local, Bits<16>>,
+    is_v4: Signal<Local, Bit>,
+    is_v6: Signal<Local, Bit>,
+    eth_len: Signal<Local, Bits<17>>,
+    avail3: Signal<Local, Bits<17>>,
+    ip_total: Signal<Local, Bits<17>>,
+    ip_hlen: Signal<Local, Bits<17>>,
+    l4_len: Signal<Local, Bits<17>>,
+    body: Signal<Local, Bits<17>>,
+    th_len: Signal<Local, Bits<17>>,
+    op_known: Signal<Local, Bit>,
+    op_data: Signal<Local, Bit>,
+    sum: Signal<Local, Bits<20>>,
+    folded: Signal<Local, Bits<20>>,
+    err: Signal<Local, Bits<4>>,
+    n_vlan: Signal<Local, Bit>,
+    n_v6: Signal<Local, Bit>,
+    n_total: Signal<Local, Bits<17>>,
+    v_data: Signal<Local, Bits<64>>,
+    v_go: Signal<Local, Bit>,
+    v_base: Signal<Local, Bits<16>>,
+    v_lanes: Signal<Local, Bits<8>>,
+    icrc_acc: Signal<Local, Bits<32>>,
+    lane_pos: Signal<Local, Bits<17>>,
+    lane_byte: Signal<Local, Bits<64>>,
+    word: Signal<Local, Bits<16>>,
+    flen: Signal<Local, Bits<17>>,
+    ethertype0: Signal<Local, Bits<16>>,
+    opcode: Signal<Local, Bits<8>>,
+    nak_reason: Signal<Local, Bits<8>>,
+    cm_kind: Signal<Local, Bits<8>>,
+    sw_et: Signal<Local, Bits<16>>,
+}
+
+/// The variant-field mask of beat `j` of the realigned ICRC stream (8 bytes of 0xFF, then the
+/// IP packet), lane 0 in bits 7:0, built from [`icrc::variant_fields`].
+pub fn stream_mask(is_ipv6: bool, j: usize) -> u64 {
+    let mut m = 0u64;
+    for &(at, bits) in icrc::variant_fields(is_ipv6) {
+        let v = 8 + at;
+        if v / 8 == j {
+            m |= (bits as u64) << (8 * (v % 8));
+        }
+    }
+    m
+}
+
+fn k<const N: usize>(v: u64) -> Constant<Bits<N>> {
+    Constant::new(v.to_bits())
+}
+
+impl Default for RxParser {
+    fn default() -> Self {
+        use ferroce_proto::wire::{CmKind, NakReason, Opcode};
+        let th = |o: Opcode| k::<17>(ferroce_proto::wire::TransportRepr::header_len_for(o) as u64);
+        // Every transport header fits the captured bytes, VLAN and IPv6 included.
+        const {
+            let longest = ACK_LEN + bth::HEADER_LEN + 8 + ip::IPV6_HEADER_LEN + 18;
+            assert!(longest <= HEADER_BYTES && FDH_LEN + RETH_LEN + IMM_LEN <= ACK_LEN);
+            assert!(NAK_LEN <= ACK_LEN && CM_LEN <= ACK_LEN && TH_BITS == 8 * ACK_LEN);
+        }
+        RxParser {
+            clock: Default::default(),
+            reset: Default::default(),
+            s_tdata: Default::default(),
+            s_tkeep: Default::default(),
+            s_tvalid: Default::default(),
+            s_tlast: Default::default(),
+            s_tready: Default::default(),
+            udp_port: Default::default(),
+            out_valid: Default::default(),
+            out_error: Default::default(),
+            out_frame_len: Default::default(),
+            out_vlan: Default::default(),
+            out_vlan_tci: Default::default(),
+            out_src_mac: Default::default(),
+            out_ipv6: Default::default(),
+            out_src_ip: Default::default(),
+            out_dst_ip: Default::default(),
+            out_ecn: Default::default(),
+            out_src_port: Default::default(),
+            out_opcode: Default::default(),
+            out_solicited: Default::default(),
+            out_ack_req: Default::default(),
+            out_dest_conn: Default::default(),
+            out_psn: Default::default(),
+            out_th: Default::default(),
+            out_payload_offset: Default::default(),
+            out_payload_len: Default::default(),
+            k_crc_lrh: k(CRC_AFTER_LRH as u64),
+            k_vlan: k(ethernet::ETHERTYPE_VLAN as u64),
+            k_ipv4: k(ethernet::ETHERTYPE_IPV4 as u64),
+            k_ipv6: k(ethernet::ETHERTYPE_IPV6 as u64),
+            k_udp: k(ip::PROTO_UDP as u64),
+            k_pkey: k(bth::DEFAULT_PKEY as u64),
+            k_e_truncated: k(ParseError::Truncated.code() as u64),
+            k_e_ethertype: k(ParseError::BadEtherType.code() as u64),
+            k_e_ip_header: k(ParseError::BadIpHeader.code() as u64),
+            k_e_ip_checksum: k(ParseError::BadIpChecksum.code() as u64),
+            k_e_not_udp: k(ParseError::NotUdp.code() as u64),
+            k_e_udp: k(ParseError::BadUdp.code() as u64),
+            k_e_bth: k(ParseError::BadBth.code() as u64),
+            k_e_opcode: k(ParseError::BadOpcode.code() as u64),
+            k_e_icrc: k(ParseError::BadIcrc.code() as u64),
+            k_op_send: k(Opcode::Send as u64),
+            k_op_send_imm: k(Opcode::SendImm as u64),
+            k_op_write: k(Opcode::Write as u64),
+            k_op_write_imm: k(Opcode::WriteImm as u64),
+            k_op_ack: k(Opcode::Ack as u64),
+            k_op_nak: k(Opcode::Nak as u64),
+            k_op_cm: k(Opcode::Cm as u64),
+            k_len_send: th(Opcode::Send),
+            k_len_send_imm: th(Opcode::SendImm),
+            k_len_write: th(Opcode::Write),
+            k_len_write_imm: th(Opcode::WriteImm),
+            k_len_ack: th(Opcode::Ack),
+            k_len_nak: th(Opcode::Nak),
+            k_len_cm: th(Opcode::Cm),
+            k_nak_rnr: k(NakReason::ReceiverNotReady as u64),
+            k_nak_invalid: k(NakReason::InvalidRequest as u64),
+            k_nak_access: k(NakReason::RemoteAccess as u64),
+            k_nak_window: k(NakReason::OutOfWindow as u64),
+            k_cm_first: k(CmKind::Request as u64),
+            k_cm_last: k(CmKind::DisconnectReply as u64),
+            k_mask_v4: core::array::from_fn(|j| k(stream_mask(false, j))),
+            k_mask_v6: core::array::from_fn(|j| k(stream_mask(true, j))),
+            beat: Default::default(),
+            bytes: Default::default(),
+            h: Default::default(),
+            prev: Default::default(),
+            s_vlan: Default::default(),
+            s_v6: Default::default(),
+            vtotal: Default::default(),
+            vj: Default::default(),
+            crc: Default::default(),
+            icrc: Default::default(),
+            crc_unit: Default::default(),
+            end1: Default::default(),
+            flen1: Default::default(),
+            valid2: Default::default(),
+            err2: Default::default(),
+            crc2: Default::default(),
+            icrc2: Default::default(),
+            flen2: Default::default(),
+            vlan2: Default::default(),
+            tci2: Default::default(),
+            smac2: Default::default(),
+            v6_2: Default::default(),
+            sip2: Default::default(),
+            dip2: Default::default(),
+            ecn2: Default::default(),
+            sport2: Default::default(),
+            op2: Default::default(),
+            se2: Default::default(),
+            ackreq2: Default::default(),
+            qp2: Default::default(),
+            psn2: Default::default(),
+            th2: Default::default(),
+            poff2: Default::default(),
+            plen2: Default::default(),
+            keep_count: Default::default(),
+            swapped: Default::default(),
+            flat: Default::default(),
+            f3: Default::default(),
+            f4: Default::default(),
+            vlan: Default::default(),
+            ethertype: Default::default(),
+            is_v4: Default::default(),
+            is_v6: Default::default(),
+            eth_len: Default::default(),
+            avail3: Default::default(),
+            ip_total: Default::default(),
+            ip_hlen: Default::default(),
+            l4_len: Default::default(),
+            body: Default::default(),
+            th_len: Default::default(),
+            op_known: Default::default(),
+            op_data: Default::default(),
+            sum: Default::default(),
+            folded: Default::default(),
+            err: Default::default(),
+            n_vlan: Default::default(),
+            n_v6: Default::default(),
+            n_total: Default::default(),
+            v_data: Default::default(),
+            v_go: Default::default(),
+            v_base: Default::default(),
+            v_lanes: Default::default(),
+            icrc_acc: Default::default(),
+            lane_pos: Default::default(),
+            lane_byte: Default::default(),
+            word: Default::default(),
+            flen: Default::default(),
+            ethertype0: Default::default(),
+            opcode: Default::default(),
+            nak_reason: Default::default(),
+            cm_kind: Default::default(),
+            sw_et: Default::default(),
+        }
+    }
+}
+
+impl Logic for RxParser {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, beat, bytes, prev, s_vlan, s_v6, vtotal, vj, crc, icrc, end1, flen1,
+            valid2, err2, crc2, icrc2, flen2, vlan2, tci2, smac2, v6_2, sip2, dip2, ecn2, sport2,
+            op2, se2, ackreq2, qp2, psn2, th2, poff2, plen2
+        );
+        for i in 0_usize..16 {
+            self.h[i].clock.next = self.clock.val();
+            self.h[i].d.next = self.h[i].q.val();
+        }
+        self.s_tready.next = true;
+
+        // ---- Beat bookkeeping and header capture (byte-swapped: big-endian bit ranges).
+        self.keep_count.next = 0.into();
+        for i in 0_usize..8 {
+            if self.s_tkeep.val().get_bit(i) {
+                self.keep_count.next = self.keep_count.val() + 1_u64;
+            }
+        }
+        self.swapped.next = 0.into();
+        for i in 0_usize..8 {
+            self.swapped.next = self.swapped.val()
+                | (((self.s_tdata.val() >> (8 * i).to_bits::<6>()) & 0xFF_u64)
+                    << (56 - 8 * i).to_bits::<6>());
+        }
+        self.end1.d.next = false;
+        if self.s_tvalid.val() {
+            for i in 0_usize..16 {
+                if self.beat.q.val() == i.to_bits::<5>() {
+                    self.h[i].d.next = self.swapped.val();
+                }
+            }
+            self.prev.d.next = self.s_tdata.val();
+            if self.s_tlast.val() {
+                self.beat.d.next = 0.into();
+                self.bytes.d.next = 0.into();
+                self.end1.d.next = true;
+                self.flen1.d.next = self.bytes.q.val() + self.keep_count.val();
+            } else {
+                if self.beat.q.val() != 16_u64 {
+                    self.beat.d.next = self.beat.q.val() + 1_u64;
+                }
+                if self.bytes.q.val() < 0xFFF0_u64 {
+                    self.bytes.d.next = self.bytes.q.val() + self.keep_count.val();
+                }
+            }
+        }
+
+        // ---- ICRC stream: which framing this frame has, as soon as the bytes are in.
+        self.n_vlan.next = self.s_vlan.q.val();
+        self.n_v6.next = self.s_v6.q.val();
+        self.n_total.next = self.vtotal.q.val();
+        self.sw_et.next = self.swapped.val().get_bits::<16>(16);
+        if self.beat.q.val() == 1_u64 {
+            self.n_vlan.next = self.sw_et.val() == self.k_vlan.val();
+            self.n_v6.next = self.sw_et.val() == self.k_ipv6.val();
+        }
+        if (self.beat.q.val() == 2_u64) & self.s_vlan.q.val() {
+            self.n_v6.next = self.swapped.val().get_bits::<16>(48) == self.k_ipv6.val();
+        }
+        if self.beat.q.val() == 2_u64 {
+            if self.s_vlan.q.val() {
+                if self.n_v6.val() {
+                    self.n_total.next =
+                        bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(0)) + 44_u64;
+                } else {
+                    self.n_total.next =
+                        bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(16)) + 4_u64;
+                }
+            } else if self.n_v6.val() {
+                self.n_total.next =
+                    bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(32)) + 44_u64;
+            } else {
+                self.n_total.next =
+                    bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(48)) + 4_u64;
+            }
+        }
+
+        // The next beat of the realigned stream: in-frame, or the flush after the last beat.
+        self.v_go.next = false;
+        self.v_data.next = 0.into();
+        if self.end1.q.val() {
+            self.v_go.next = true;
+            if self.s_vlan.q.val() {
+                self.v_data.next = self.prev.q.val() >> 16_u64;
+            } else {
+                self.v_data.next = self.prev.q.val() >> 48_u64;
+            }
+        } else if self.s_tvalid.val() {
+            if self.n_vlan.val() {
+                self.v_go.next = self.beat.q.val() >= 3_u64;
+                self.v_data.next = (self.prev.q.val() >> 16_u64) | (self.s_tdata.val() << 48_u64);
+            } else {
+                self.v_go.next = self.beat.q.val() >= 2_u64;
+                self.v_data.next = (self.prev.q.val() >> 48_u64) | (self.s_tdata.val() << 16_u64);
+            }
+        }
+        for j in 0_usize..8 {
+            if self.vj.q.val() == j.to_bits::<13>() {
+                if self.n_v6.val() {
+                    self.v_data.next = self.v_data.val() | self.k_mask_v6[j].val();
+                } else {
+                    self.v_data.next = self.v_data.val() | self.k_mask_v4[j].val();
+                }
+            }
+        }
+        // Lanes inside the CRC range [8, T) and the four ICRC bytes [T, T + 4).
+        self.v_base.next = bit_cast::<16, 13>(self.vj.q.val()) << 3_u64;
+        self.v_lanes.next = 0.into();
+        self.icrc_acc.next = self.icrc.q.val();
+        for i in 0_usize..8 {
+            self.lane_pos.next = bit_cast::<17, 16>(self.v_base.val()) + i.to_bits::<17>();
+            self.lane_byte.next = (self.v_data.val() >> (8 * i).to_bits::<6>()) & 0xFF_u64;
+            if self.v_go.val() & (self.lane_pos.val() < self.n_total.val()) {
+                self.v_lanes.next = self.v_lanes.val().replace_bit(i, true);
+            }
+            if self.v_go.val()
+                & (self.lane_pos.val() >= self.n_total.val())
+                & (self.lane_pos.val() < self.n_total.val() + 4_u64)
+            {
+                self.icrc_acc.next = (self.icrc_acc.val() >> 8_u64)
+                    | (bit_cast::<32, 64>(self.lane_byte.val()) << 24_u64);
+            }
+        }
+        self.crc_unit.crc_in.next = self.crc.q.val();
+        self.crc_unit.data.next = self.v_data.val();
+        self.crc_unit.lanes.next = self.v_lanes.val();
+        if self.v_go.val() & !self.end1.q.val() {
+            self.crc.d.next = self.crc_unit.crc_out.val();
+            self.icrc.d.next = self.icrc_acc.val();
+            self.vj.d.next = self.vj.q.val() + 1_u64;
+        }
+        // A new frame starts the stream over (after any flush above used the old state).
+        if self.s_tvalid.val() & (self.beat.q.val() == 0_u64) {
+            self.crc.d.next = self.k_crc_lrh.val();
+            self.icrc.d.next = 0.into();
+            self.vj.d.next = 1.into();
+        }
+        if self.s_tvalid.val() & (self.beat.q.val() == 1_u64) {
+            self.s_vlan.d.next = self.n_vlan.val();
+            self.s_v6.d.next = self.n_v6.val();
+        }
+        if self.s_tvalid.val() & (self.beat.q.val() == 2_u64) {
+            self.s_v6.d.next = self.n_v6.val();
+            self.vtotal.d.next = self.n_total.val();
+        }
+
+        // ---- End of frame: every check at once over the captured headers.
+        self.flat.next = (bit_cast::<1024, 64>(self.h[0].q.val()) << 960_u64)
+            | (bit_cast::<1024, 64>(self.h[1].q.val()) << 896_u64)
+            | (bit_cast::<1024, 64>(self.h[2].q.val()) << 832_u64)
+            | (bit_cast::<1024, 64>(self.h[3].q.val()) << 768_u64)
+            | (bit_cast::<1024, 64>(self.h[4].q.val()) << 704_u64)
+            | (bit_cast::<1024, 64>(self.h[5].q.val()) << 640_u64)
+            | (bit_cast::<1024, 64>(self.h[6].q.val()) << 576_u64)
+            | (bit_cast::<1024, 64>(self.h[7].q.val()) << 512_u64)
+            | (bit_cast::<1024, 64>(self.h[8].q.val()) << 448_u64)
+            | (bit_cast::<1024, 64>(self.h[9].q.val()) << 384_u64)
+            | (bit_cast::<1024, 64>(self.h[10].q.val()) << 320_u64)
+            | (bit_cast::<1024, 64>(self.h[11].q.val()) << 256_u64)
+            | (bit_cast::<1024, 64>(self.h[12].q.val()) << 192_u64)
+            | (bit_cast::<1024, 64>(self.h[13].q.val()) << 128_u64)
+            | (bit_cast::<1024, 64>(self.h[14].q.val()) << 64_u64)
+            | bit_cast::<1024, 64>(self.h[15].q.val());
+        self.flen.next = bit_cast::<17, 16>(self.flen1.q.val());
+        self.ethertype0.next = self.flat.val().get_bits::<16>(1024 - 8 * 12 - 16);
+        self.vlan.next = self.ethertype0.val() == self.k_vlan.val();
+        self.ethertype.next = self.ethertype0.val();
+        self.f3.next = self.flat.val();
+        self.eth_len.next = 14.into();
+        if self.vlan.val() {
+            self.ethertype.next = self.flat.val().get_bits::<16>(1024 - 8 * 16 - 16);
+            self.f3.next = self.flat.val() << 32_u64;
+            self.eth_len.next = 18.into();
+        }
+        self.is_v4.next = self.ethertype.val() == self.k_ipv4.val();
+        self.is_v6.next = self.ethertype.val() == self.k_ipv6.val();
+        self.f4.next = self.f3.val();
+        self.ip_total.next = bit_cast::<17, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 16 - 16));
+        self.ip_hlen.next = 20.into();
+        if self.is_v6.val() {
+            self.f4.next = self.f3.val() << 160_u64;
+            self.ip_total.next =
+                bit_cast::<17, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 18 - 16)) + 40_u64;
+            self.ip_hlen.next = 40.into();
+        }
+        self.avail3.next = self.flen.val() - self.eth_len.val();
+        self.l4_len.next = self.ip_total.val() - self.ip_hlen.val();
+        self.body.next = self.l4_len.val() - 24_u64;
+
+        self.sum.next = 0.into();
+        for i in 0_usize..10 {
+            self.word.next = self.f3.val().get_bits::<16>(1024 - 8 * 14 - 16 * i - 16);
+            self.sum.next = self.sum.val() + bit_cast::<20, 16>(self.word.val());
+        }
+        self.folded.next = (self.sum.val() & 0xFFFF_u64) + (self.sum.val() >> 16_u64);
+        self.folded.next = (self.folded.val() & 0xFFFF_u64) + (self.folded.val() >> 16_u64);
+
+        self.opcode.next = self.f4.val().get_bits::<8>(1024 - 8 * 42 - 8);
+        self.cm_kind.next = self.f4.val().get_bits::<8>(1024 - 8 * 54 - 8);
+        self.nak_reason.next = self.f4.val().get_bits::<8>(1024 - 8 * 56 - 8);
+        self.op_known.next = true;
+        self.op_data.next = false;
+        self.th_len.next = 0.into();
+        if self.opcode.val() == self.k_op_send.val() {
+            self.th_len.next = self.k_len_send.val();
+            self.op_data.next = true;
+        } else if self.opcode.val() == self.k_op_send_imm.val() {
+            self.th_len.next = self.k_len_send_imm.val();
+            self.op_data.next = true;
+        } else if self.opcode.val() == self.k_op_write.val() {
+            self.th_len.next = self.k_len_write.val();
+            self.op_data.next = true;
+        } else if self.opcode.val() == self.k_op_write_imm.val() {
+            self.th_len.next = self.k_len_write_imm.val();
+            self.op_data.next = true;
+        } else if self.opcode.val() == self.k_op_ack.val() {
+            self.th_len.next = self.k_len_ack.val();
+        } else if self.opcode.val() == self.k_op_nak.val() {
+            self.th_len.next = self.k_len_nak.val();
+        } else if self.opcode.val() == self.k_op_cm.val() {
+            self.th_len.next = self.k_len_cm.val();
+        } else {
+            self.op_known.next = false;
+        }
+
+        // Checks from the last to the first: the earliest failing one is written last.
+        self.err.next = 0.into();
+        if !self.op_data.val() & (self.body.val() != self.th_len.val()) {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if ((self.opcode.val() == self.k_op_nak.val())
+            & (self.nak_reason.val() != self.k_nak_rnr.val())
+            & (self.nak_reason.val() != self.k_nak_invalid.val())
+            & (self.nak_reason.val() != self.k_nak_access.val())
+            & (self.nak_reason.val() != self.k_nak_window.val()))
+            | ((self.opcode.val() == self.k_op_cm.val())
+                & ((self.cm_kind.val() < self.k_cm_first.val())
+                    | (self.cm_kind.val() > self.k_cm_last.val())))
+        {
+            self.err.next = self.k_e_opcode.val();
+        }
+        if self.body.val() < self.th_len.val() {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if self.l4_len.val() < 24_u64 {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if !self.op_known.val() {
+            self.err.next = self.k_e_opcode.val();
+        }
+        if (self.f4.val().get_bits::<4>(1024 - 8 * 43 - 8) != 0_u64)
+            | (self.f4.val().get_bits::<2>(1024 - 8 * 43 - 4) != 0_u64)
+            | (self.f4.val().get_bits::<16>(1024 - 8 * 44 - 16) != self.k_pkey.val())
+        {
+            self.err.next = self.k_e_bth.val();
+        }
+        if self.l4_len.val() < 20_u64 {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if (bit_cast::<17, 16>(self.f4.val().get_bits::<16>(1024 - 8 * 38 - 16))
+            != self.l4_len.val())
+            | (self.f4.val().get_bits::<16>(1024 - 8 * 36 - 16) != self.udp_port.val())
+        {
+            self.err.next = self.k_e_udp.val();
+        }
+        if self.l4_len.val() < 8_u64 {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if self.is_v6.val() {
+            if self.f3.val().get_bits::<8>(1024 - 8 * 20 - 8) != self.k_udp.val() {
+                self.err.next = self.k_e_not_udp.val();
+            }
+            if self.ip_total.val() > self.avail3.val() {
+                self.err.next = self.k_e_truncated.val();
+            }
+            if self.f3.val().get_bits::<4>(1024 - 8 * 14 - 4) != 6_u64 {
+                self.err.next = self.k_e_ip_header.val();
+            }
+            if self.avail3.val() < 40_u64 {
+                self.err.next = self.k_e_truncated.val();
+            }
+        } else {
+            if self.f3.val().get_bits::<8>(1024 - 8 * 23 - 8) != self.k_udp.val() {
+                self.err.next = self.k_e_not_udp.val();
+            }
+            if self.folded.val() != 0xFFFF_u64 {
+                self.err.next = self.k_e_ip_checksum.val();
+            }
+            if (self.f3.val().get_bits::<16>(1024 - 8 * 20 - 16) & 0x3FFF_u64) != 0_u64 {
+                self.err.next = self.k_e_ip_header.val();
+            }
+            if self.ip_total.val() > self.avail3.val() {
+                self.err.next = self.k_e_truncated.val();
+            }
+            if (self.f3.val().get_bits::<8>(1024 - 8 * 14 - 8) != 0x45_u64)
+                | (self.ip_total.val() < 20_u64)
+            {
+                self.err.next = self.k_e_ip_header.val();
+            }
+            if self.avail3.val() < 20_u64 {
+                self.err.next = self.k_e_truncated.val();
+            }
+        }
+        if !self.is_v4.val() & !self.is_v6.val() {
+            self.err.next = self.k_e_ethertype.val();
+        }
+        if self.vlan.val() & (self.flen.val() < 18_u64) {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if self.flen.val() < 14_u64 {
+            self.err.next = self.k_e_truncated.val();
+        }
+
+        // ---- Stage 2: the verdict without the ICRC, the finished ICRC, the fields.
+        self.valid2.d.next = self.end1.q.val() & !self.reset.val();
+        if self.end1.q.val() {
+            self.err2.d.next = self.err.val();
+            self.crc2.d.next = self.crc_unit.crc_out.val();
+            self.icrc2.d.next = self.icrc_acc.val();
+            self.flen2.d.next = self.flen1.q.val();
+            self.vlan2.d.next = self.vlan.val();
+            self.tci2.d.next = self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16);
+            self.smac2.d.next = self.flat.val().get_bits::<48>(1024 - 8 * 6 - 48);
+            self.v6_2.d.next = self.is_v6.val();
+            if self.is_v6.val() {
+                self.sip2.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 22 - 128);
+                self.dip2.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 38 - 128);
+                self.ecn2.d.next = self.f3.val().get_bits::<2>(1024 - 8 * 14 - 4 - 8);
+            } else {
+                self.sip2.d.next = bits::<128>(0xFFFF_0000_0000_u64)
+                    | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 26 - 32));
+                self.dip2.d.next = bits::<128>(0xFFFF_0000_0000_u64)
+                    | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 30 - 32));
+                self.ecn2.d.next = self.f3.val().get_bits::<2>(1024 - 8 * 15 - 8);
+            }
+            self.sport2.d.next = self.f4.val().get_bits::<16>(1024 - 8 * 34 - 16);
+            self.op2.d.next = self.opcode.val();
+            self.se2.d.next = self.f4.val().get_bit(1024 - 8 * 43 - 1);
+            self.ackreq2.d.next = self.f4.val().get_bit(1024 - 8 * 50 - 1);
+            self.qp2.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 47 - 24);
+            self.psn2.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 51 - 24);
+            self.th2.d.next = self.f4.val().get_bits::<384>(1024 - 8 * 54 - 384);
+            self.poff2.d.next = bit_cast::<16, 17>(
+                self.eth_len.val() + self.ip_hlen.val() + self.th_len.val() + 20_u64,
+            );
+            self.plen2.d.next = bit_cast::<16, 17>(self.body.val() - self.th_len.val());
+        }
+        if self.reset.val() {
+            self.beat.d.next = 0.into();
+            self.bytes.d.next = 0.into();
+            self.end1.d.next = false;
+        }
+
+        // ---- Outputs: stage 2 plus the ICRC comparison.
+        self.out_valid.next = self.valid2.q.val();
+        self.out_error.next = self.err2.q.val();
+        if (self.err2.q.val() == 0_u64) & (!self.crc2.q.val() != self.icrc2.q.val()) {
+            self.out_error.next = self.k_e_icrc.val();
+        }
+        self.out_frame_len.next = self.flen2.q.val();
+        self.out_vlan.next = self.vlan2.q.val();
+        self.out_vlan_tci.next = self.tci2.q.val();
+        self.out_src_mac.next = self.smac2.q.val();
+        self.out_ipv6.next = self.v6_2.q.val();
+        self.out_src_ip.next = self.sip2.q.val();
+        self.out_dst_ip.next = self.dip2.q.val();
+        self.out_ecn.next = self.ecn2.q.val();
+        self.out_src_port.next = self.sport2.q.val();
+        self.out_opcode.next = self.op2.q.val();
+        self.out_solicited.next = self.se2.q.val();
+        self.out_ack_req.next = self.ackreq2.q.val();
+        self.out_dest_conn.next = self.qp2.q.val();
+        self.out_psn.next = self.psn2.q.val();
+        self.out_th.next = self.th2.q.val();
+        self.out_payload_offset.next = self.poff2.q.val();
+        self.out_payload_len.next = self.plen2.q.val();
+    }
+}

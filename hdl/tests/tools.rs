@@ -1,0 +1,88 @@
+//! The generated Verilog through real tools: Verilator's linter with every warning on (minus
+//! the waivers in `ferroce_hdl::verilog::LINT_WAIVERS`), Icarus Verilog, and yosys `synth_ecp5`
+//! with no latches and no combinational loops.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn tool(name: &str) -> Option<()> {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {name} >/dev/null")])
+        .status()
+        .is_ok_and(|s| s.success());
+    if found {
+        return Some(());
+    }
+    if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() {
+        println!("SKIPPED: {name} missing");
+        return None;
+    }
+    panic!("{name} is not installed: run `cargo xtask test`, which installs it");
+}
+
+fn generated() -> Vec<(String, PathBuf)> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("verilog");
+    std::fs::create_dir_all(&dir).unwrap();
+    ferroce_hdl::verilog::all()
+        .into_iter()
+        .map(|(name, v)| {
+            let path = dir.join(format!("{name}.v"));
+            std::fs::write(&path, v).unwrap();
+            (name.to_string(), path)
+        })
+        .collect()
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
+    text
+}
+
+#[test]
+fn verilator_lint_is_clean_apart_from_the_waived_classes() {
+    let Some(()) = tool("verilator") else { return };
+    for (name, path) in generated() {
+        let text = run(Command::new("verilator")
+            .args(["--lint-only", "-Wall", "--top-module", "top"])
+            .args(ferroce_hdl::verilog::lint_waiver_flags())
+            .arg(&path));
+        assert!(!text.contains("%Warning"), "{name}: {text}");
+    }
+}
+
+#[test]
+fn icarus_verilog_compiles_every_block() {
+    let Some(()) = tool("iverilog") else { return };
+    for (_, path) in generated() {
+        let out = path.with_extension("vvp");
+        run(Command::new("iverilog")
+            .args(["-g2012", "-o"])
+            .arg(&out)
+            .arg(&path));
+    }
+}
+
+#[test]
+fn yosys_synthesises_for_ecp5_without_latches_or_loops() {
+    let Some(()) = tool("yosys") else { return };
+    for (name, path) in generated() {
+        let script = format!(
+            "read_verilog {}; hierarchy -top top; proc; check -assert; \
+             synth_ecp5 -top top; select -assert-none t:$dlatch t:$sr t:$_DLATCH_*; stat",
+            path.display()
+        );
+        let text = run(Command::new("yosys").args(["-q", "-p", &script]));
+        assert!(
+            !text.to_lowercase().contains("latch inferred"),
+            "{name}: {text}"
+        );
+    }
+}
