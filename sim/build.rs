@@ -183,15 +183,19 @@ fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let blocks = ferroce_hdl::verilog::all();
     let mut rust = String::new();
+    for (name, value) in ferroce_hdl::verilog::harness_constants() {
+        writeln!(
+            rust,
+            "/// From `ferroce-hdl`.\npub const {name}: u64 = {value};"
+        )
+        .unwrap();
+    }
     let Some(root) = verilator_root() else {
         println!(
             "cargo:warning=verilator not found: RTL blocks unavailable (cargo xtask test installs it)"
         );
-        fs::write(
-            out.join("rtl_blocks.rs"),
-            "pub(crate) static BLOCKS: &[BlockInfo] = &[];\n",
-        )
-        .unwrap();
+        rust.push_str("pub(crate) static BLOCKS: &[BlockInfo] = &[];\n");
+        fs::write(out.join("rtl_blocks.rs"), rust).unwrap();
         return;
     };
     println!("cargo:rustc-cfg=ferroce_rtl");

@@ -6,14 +6,16 @@
 //!
 //! Done:
 //! - [`crc`]: CRC-32 over one 64-bit beat.
+//! - [`flow_table`]: per-flow SACK state in block RAM (cumulative FSN + 256-bit window) with
+//!   classify / accept / ACK operations.
 //! - [`rx_parse`]: the RX header parser: framing, every validation of `parse_frame` in its
 //!   order, the ICRC on the fly, field extraction; one beat per cycle, back to back.
 //!
-//! Not written yet (issue 3 continues): the packet buffer and payload realignment, the SACK
-//! state in block RAM, placement with protection checks and DMA write generation, message
+//! Not written yet (issue 3 continues): the packet buffer and payload realignment, placement with protection checks and DMA write generation, message
 //! progress and completion events, the ACK/NAK builder, the transmit path, the AXI4-Lite
 //! register and table block, and the top level joining them.
 
 pub mod crc;
+pub mod flow_table;
 pub mod rx_parse;
 pub mod verilog;

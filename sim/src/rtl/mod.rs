@@ -6,6 +6,7 @@
 //! workspace that calls foreign code: the simulator is C++.
 #![allow(unsafe_code)]
 
+pub mod flow_table;
 pub mod rx_parser;
 
 use core::ffi::c_void;
@@ -120,7 +121,7 @@ impl Rtl {
         self.scratch[..n].fill(0);
         let m = n.min(words.len());
         self.scratch[..m].copy_from_slice(&words[..m]);
-        if port.width % 32 != 0 {
+        if !port.width.is_multiple_of(32) {
             self.scratch[n - 1] &= (1u32 << (port.width % 32)) - 1;
         }
         // SAFETY: the handle is live; the shim reads exactly `n` words for this port, and the

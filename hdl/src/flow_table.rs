@@ -1,0 +1,423 @@
+//! Per-flow receive state in block RAM: the cumulative FSN, the 256-bit SACK window above it,
+//! and the pending-ACK counters, with the operations the receive engine needs. It is the
+//! hardware of [`ferroce_proto::model::sack::FlowRxState`] and must agree with it operation for
+//! operation.
+//!
+//! One operation at a time (`cmd_ready` low while busy), each a read-modify-write of one entry,
+//! so two operations on the same flow always see each other's effect. Results appear with
+//! `res_valid` for one cycle:
+//!
+//! | op | effect | result |
+//! |---|---|---|
+//! | [`OP_INIT`] | entry := cum `cmd_fsn`, empty window, counters 0 | the new state |
+//! | [`OP_CLASSIFY`] | CE count += `cmd_ce` | class of `cmd_fsn` (duplicate / new with distance and gap / out of window), state |
+//! | [`OP_ACCEPT`] | mark distance `cmd_distance` received, advance cum over the contiguous run, unacked += 1 | the new state |
+//! | [`OP_ACK`] | unacked := 0, CE count := 0 | the state before clearing (what the ACK reports) |
+//! | [`OP_READ`] | none | the state |
+//!
+//! Latency: classify 3 cycles, accept 4, the others 3. The trailing-ones search is a two-level
+//! tree (16 groups of 16), the window shift one barrel shifter.
+
+use rust_hdl::prelude::*;
+
+/// Operation: initialise an entry.
+pub const OP_INIT: u64 = 0;
+/// Operation: classify an arriving FSN.
+pub const OP_CLASSIFY: u64 = 1;
+/// Operation: accept a classified FSN.
+pub const OP_ACCEPT: u64 = 2;
+/// Operation: take the state for an ACK and clear the pending counters.
+pub const OP_ACK: u64 = 3;
+/// Operation: read only.
+pub const OP_READ: u64 = 4;
+
+/// Class: duplicate.
+pub const CLASS_DUPLICATE: u64 = 0;
+/// Class: new, inside the window.
+pub const CLASS_NEW: u64 = 1;
+/// Class: beyond the window.
+pub const CLASS_OUT_OF_WINDOW: u64 = 2;
+
+#[derive(LogicState, Debug, Copy, Clone, PartialEq)]
+enum Phase {
+    Idle,
+    Read,
+    Run,
+    Shift,
+}
+
+/// The flow table, `2^A` entries.
+#[derive(LogicBlock)]
+pub struct FlowTable<const A: usize> {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Synchronous reset of the control state (not of the entries).
+    pub reset: Signal<In, Bit>,
+    /// An operation is offered.
+    pub cmd_valid: Signal<In, Bit>,
+    /// The table takes the offered operation this cycle.
+    pub cmd_ready: Signal<Out, Bit>,
+    /// `OP_*`.
+    pub cmd_op: Signal<In, Bits<3>>,
+    /// Entry index.
+    pub cmd_index: Signal<In, Bits<A>>,
+    /// FSN (classify) or initial cumulative FSN (init).
+    pub cmd_fsn: Signal<In, Bits<24>>,
+    /// The packet was CE-marked (classify).
+    pub cmd_ce: Signal<In, Bit>,
+    /// Distance from a previous classify (accept).
+    pub cmd_distance: Signal<In, Bits<9>>,
+    /// A result is presented this cycle.
+    pub res_valid: Signal<Out, Bit>,
+    /// `CLASS_*` (classify).
+    pub res_class: Signal<Out, Bits<2>>,
+    /// Distance above the cumulative FSN (classify, new).
+    pub res_distance: Signal<Out, Bits<9>>,
+    /// The FSN just below is missing (classify, new).
+    pub res_opens_gap: Signal<Out, Bit>,
+    /// Cumulative FSN.
+    pub res_cum: Signal<Out, Bits<24>>,
+    /// Window: bit i = FSN cum + 1 + i.
+    pub res_bitmap: Signal<Out, Bits<256>>,
+    /// Packets consumed since the last ACK.
+    pub res_unacked: Signal<Out, Bits<16>>,
+    /// CE marks since the last ACK.
+    pub res_ce: Signal<Out, Bits<16>>,
+
+    k_op_init: Constant<Bits<3>>,
+    k_op_classify: Constant<Bits<3>>,
+    k_op_accept: Constant<Bits<3>>,
+    k_op_ack: Constant<Bits<3>>,
+    k_dup: Constant<Bits<2>>,
+    k_new: Constant<Bits<2>>,
+    k_oow: Constant<Bits<2>>,
+    k_window: Constant<Bits<24>>,
+    ram: RAM<Bits<320>, A>,
+    phase: DFF<Phase>,
+    op: DFF<Bits<3>>,
+    index: DFF<Bits<A>>,
+    fsn: DFF<Bits<24>>,
+    ce: DFF<Bit>,
+    distance: DFF<Bits<9>>,
+    cum: DFF<Bits<24>>,
+    bitmap: DFF<Bits<256>>,
+    unacked: DFF<Bits<16>>,
+    ce_count: DFF<Bits<16>>,
+    run: DFF<Bits<9>>,
+    out_valid: DFF<Bit>,
+    out_class: DFF<Bits<2>>,
+    out_distance: DFF<Bits<9>>,
+    out_gap: DFF<Bit>,
+    out_cum: DFF<Bits<24>>,
+    out_bitmap: DFF<Bits<256>>,
+    out_unacked: DFF<Bits<16>>,
+    out_ce: DFF<Bits<16>>,
+
+    word: Signal<Local, Bits<320>>,
+    r_cum: Signal<Local, Bits<24>>,
+    r_bitmap: Signal<Local, Bits<256>>,
+    r_unacked: Signal<Local, Bits<16>>,
+    r_ce: Signal<Local, Bits<16>>,
+    diff: Signal<Local, Bits<24>>,
+    group_full: Signal<Local, Bits<16>>,
+    group_zero: Signal<Local, Bits<4>>,
+    first_group: Signal<Local, Bits<5>>,
+    group_found: Signal<Local, Bit>,
+    zero_found: Signal<Local, Bit>,
+    chunk: Signal<Local, Bits<16>>,
+    ce_next: Signal<Local, Bits<16>>,
+    next_cum: Signal<Local, Bits<24>>,
+    next_bitmap: Signal<Local, Bits<256>>,
+    next_unacked: Signal<Local, Bits<16>>,
+    next_ce: Signal<Local, Bits<16>>,
+    write_back: Signal<Local, Bit>,
+}
+
+impl<const A: usize> Default for FlowTable<A> {
+    fn default() -> Self {
+        FlowTable {
+            clock: Default::default(),
+            reset: Default::default(),
+            cmd_valid: Default::default(),
+            cmd_ready: Default::default(),
+            cmd_op: Default::default(),
+            cmd_index: Default::default(),
+            cmd_fsn: Default::default(),
+            cmd_ce: Default::default(),
+            cmd_distance: Default::default(),
+            res_valid: Default::default(),
+            res_class: Default::default(),
+            res_distance: Default::default(),
+            res_opens_gap: Default::default(),
+            res_cum: Default::default(),
+            res_bitmap: Default::default(),
+            res_unacked: Default::default(),
+            res_ce: Default::default(),
+            k_op_init: Constant::new(OP_INIT.to_bits()),
+            k_op_classify: Constant::new(OP_CLASSIFY.to_bits()),
+            k_op_accept: Constant::new(OP_ACCEPT.to_bits()),
+            k_op_ack: Constant::new(OP_ACK.to_bits()),
+            k_dup: Constant::new(CLASS_DUPLICATE.to_bits()),
+            k_new: Constant::new(CLASS_NEW.to_bits()),
+            k_oow: Constant::new(CLASS_OUT_OF_WINDOW.to_bits()),
+            k_window: Constant::new((ferroce_proto::wire::SACK_BITS as u64).to_bits()),
+            ram: Default::default(),
+            phase: Default::default(),
+            op: Default::default(),
+            index: Default::default(),
+            fsn: Default::default(),
+            ce: Default::default(),
+            distance: Default::default(),
+            cum: Default::default(),
+            bitmap: Default::default(),
+            unacked: Default::default(),
+            ce_count: Default::default(),
+            run: Default::default(),
+            out_valid: Default::default(),
+            out_class: Default::default(),
+            out_distance: Default::default(),
+            out_gap: Default::default(),
+            out_cum: Default::default(),
+            out_bitmap: Default::default(),
+            out_unacked: Default::default(),
+            out_ce: Default::default(),
+            word: Default::default(),
+            r_cum: Default::default(),
+            r_bitmap: Default::default(),
+            r_unacked: Default::default(),
+            r_ce: Default::default(),
+            diff: Default::default(),
+            group_full: Default::default(),
+            group_zero: Default::default(),
+            first_group: Default::default(),
+            group_found: Default::default(),
+            zero_found: Default::default(),
+            chunk: Default::default(),
+            ce_next: Default::default(),
+            next_cum: Default::default(),
+            next_bitmap: Default::default(),
+            next_unacked: Default::default(),
+            next_ce: Default::default(),
+            write_back: Default::default(),
+        }
+    }
+}
+
+impl<const A: usize> Logic for FlowTable<A> {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            phase,
+            op,
+            index,
+            fsn,
+            ce,
+            distance,
+            cum,
+            bitmap,
+            unacked,
+            ce_count,
+            run,
+            out_valid,
+            out_class,
+            out_distance,
+            out_gap,
+            out_cum,
+            out_bitmap,
+            out_unacked,
+            out_ce
+        );
+        self.ram.read_clock.next = self.clock.val();
+        self.ram.write_clock.next = self.clock.val();
+        self.ram.read_address.next = self.cmd_index.val();
+        self.ram.write_address.next = self.index.q.val();
+        self.ram.write_enable.next = false;
+        self.ram.write_data.next = 0.into();
+        self.cmd_ready.next = false;
+        self.out_valid.d.next = false;
+        self.write_back.next = false;
+
+        // The entry as read from RAM: cum | bitmap | unacked | ce.
+        self.word.next = self.ram.read_data.val();
+        self.r_cum.next = self.word.val().get_bits::<24>(288);
+        self.r_bitmap.next = self.word.val().get_bits::<256>(32);
+        self.r_unacked.next = self.word.val().get_bits::<16>(16);
+        self.r_ce.next = self.word.val().get_bits::<16>(0);
+        self.next_cum.next = self.cum.q.val();
+        self.next_bitmap.next = self.bitmap.q.val();
+        self.next_unacked.next = self.unacked.q.val();
+        self.next_ce.next = self.ce_count.q.val();
+        self.diff.next = self.fsn.q.val() - self.r_cum.val();
+        self.ce_next.next = self.r_ce.val();
+        if self.ce.q.val() & (self.r_ce.val() != 0xFFFF_u64) {
+            self.ce_next.next = self.r_ce.val() + 1_u64;
+        }
+
+        // Lowest zero of the window: which 16-bit group, then where in it.
+        self.group_full.next = 0.into();
+        for g in 0_usize..16 {
+            self.chunk.next = self.bitmap.q.val().get_bits::<16>(16 * g);
+            if self.chunk.val().all() {
+                self.group_full.next = self.group_full.val().replace_bit(g, true);
+            }
+        }
+        self.first_group.next = 16.into();
+        self.group_found.next = false;
+        for g in 0_usize..16 {
+            if !self.group_found.val() & !self.group_full.val().get_bit(g) {
+                self.first_group.next = g.to_bits::<5>();
+                self.group_found.next = true;
+            }
+        }
+        self.chunk.next = 0.into();
+        for g in 0_usize..16 {
+            if self.first_group.val() == g.to_bits::<5>() {
+                self.chunk.next = self.bitmap.q.val().get_bits::<16>(16 * g);
+            }
+        }
+        self.group_zero.next = 0.into();
+        self.zero_found.next = false;
+        for i in 0_usize..16 {
+            if !self.zero_found.val() & !self.chunk.val().get_bit(i) {
+                self.group_zero.next = i.to_bits::<4>();
+                self.zero_found.next = true;
+            }
+        }
+
+        match self.phase.q.val() {
+            Phase::Idle => {
+                self.cmd_ready.next = true;
+                if self.cmd_valid.val() {
+                    self.op.d.next = self.cmd_op.val();
+                    self.index.d.next = self.cmd_index.val();
+                    self.fsn.d.next = self.cmd_fsn.val();
+                    self.ce.d.next = self.cmd_ce.val();
+                    self.distance.d.next = self.cmd_distance.val();
+                    self.phase.d.next = Phase::Read;
+                }
+            }
+            Phase::Read => {
+                // The RAM output now holds the entry.
+                self.cum.d.next = self.r_cum.val();
+                self.bitmap.d.next = self.r_bitmap.val();
+                self.unacked.d.next = self.r_unacked.val();
+                self.ce_count.d.next = self.r_ce.val();
+                self.out_class.d.next = 0.into();
+                self.out_distance.d.next = 0.into();
+                self.out_gap.d.next = false;
+                self.phase.d.next = Phase::Idle;
+                self.out_valid.d.next = true;
+                self.out_cum.d.next = self.r_cum.val();
+                self.out_bitmap.d.next = self.r_bitmap.val();
+                self.out_unacked.d.next = self.r_unacked.val();
+                self.out_ce.d.next = self.r_ce.val();
+                if self.op.q.val() == self.k_op_init.val() {
+                    self.write_back.next = true;
+                    self.next_cum.next = self.fsn.q.val();
+                    self.next_bitmap.next = 0.into();
+                    self.next_unacked.next = 0.into();
+                    self.next_ce.next = 0.into();
+                    self.out_cum.d.next = self.fsn.q.val();
+                    self.out_bitmap.d.next = 0.into();
+                    self.out_unacked.d.next = 0.into();
+                    self.out_ce.d.next = 0.into();
+                } else if self.op.q.val() == self.k_op_classify.val() {
+                    self.write_back.next = true;
+                    self.next_cum.next = self.r_cum.val();
+                    self.next_bitmap.next = self.r_bitmap.val();
+                    self.next_unacked.next = self.r_unacked.val();
+                    self.next_ce.next = self.ce_next.val();
+                    self.out_ce.d.next = self.ce_next.val();
+                    if self.diff.val().get_bit(23) {
+                        self.out_class.d.next = self.k_dup.val();
+                    } else if self.diff.val() > self.k_window.val() {
+                        self.out_class.d.next = self.k_oow.val();
+                    } else if self.diff.val() == 0_u64 {
+                        self.out_class.d.next = self.k_new.val();
+                    } else if self
+                        .r_bitmap
+                        .val()
+                        .get_bit((self.diff.val() - 1_u64).index())
+                    {
+                        self.out_class.d.next = self.k_dup.val();
+                    } else {
+                        self.out_class.d.next = self.k_new.val();
+                        self.out_distance.d.next = self.diff.val().get_bits::<9>(0);
+                        self.out_gap.d.next = (self.diff.val() == 1_u64)
+                            | !self
+                                .r_bitmap
+                                .val()
+                                .get_bit((self.diff.val() - 2_u64).index());
+                    }
+                } else if self.op.q.val() == self.k_op_ack.val() {
+                    self.write_back.next = true;
+                    self.next_cum.next = self.r_cum.val();
+                    self.next_bitmap.next = self.r_bitmap.val();
+                    self.next_unacked.next = 0.into();
+                    self.next_ce.next = 0.into();
+                } else if self.op.q.val() == self.k_op_accept.val() {
+                    self.out_valid.d.next = false;
+                    self.phase.d.next = Phase::Run;
+                }
+            }
+            Phase::Run => {
+                // Registers hold the entry; the zero search above runs on them.
+                self.run.d.next = (bit_cast::<9, 5>(self.first_group.val()) << 4_u64)
+                    + bit_cast::<9, 4>(self.group_zero.val());
+                self.phase.d.next = Phase::Shift;
+            }
+            Phase::Shift => {
+                self.write_back.next = true;
+                self.next_unacked.next = self.unacked.q.val() + 1_u64;
+                if self.unacked.q.val() == 0xFFFF_u64 {
+                    self.next_unacked.next = self.unacked.q.val();
+                }
+                self.next_ce.next = self.ce_count.q.val();
+                if self.distance.q.val() == 0_u64 {
+                    // FSN == cum: move past it and the run of received FSNs above it.
+                    self.next_cum.next =
+                        self.cum.q.val() + bit_cast::<24, 9>(self.run.q.val()) + 1_u64;
+                    self.next_bitmap.next = (self.bitmap.q.val() >> self.run.q.val()) >> 1_u64;
+                } else {
+                    self.next_cum.next = self.cum.q.val();
+                    self.next_bitmap.next =
+                        self.bitmap.q.val() | (bits::<256>(1) << (self.distance.q.val() - 1_u64));
+                }
+                self.out_valid.d.next = true;
+                self.out_class.d.next = 0.into();
+                self.out_distance.d.next = 0.into();
+                self.out_gap.d.next = false;
+                self.out_cum.d.next = self.next_cum.val();
+                self.out_bitmap.d.next = self.next_bitmap.val();
+                self.out_unacked.d.next = self.next_unacked.val();
+                self.out_ce.d.next = self.next_ce.val();
+                self.phase.d.next = Phase::Idle;
+            }
+            _ => {
+                self.phase.d.next = Phase::Idle;
+            }
+        }
+        if self.write_back.val() {
+            self.ram.write_enable.next = true;
+            self.ram.write_data.next = (bit_cast::<320, 24>(self.next_cum.val()) << 288_u64)
+                | (bit_cast::<320, 256>(self.next_bitmap.val()) << 32_u64)
+                | (bit_cast::<320, 16>(self.next_unacked.val()) << 16_u64)
+                | bit_cast::<320, 16>(self.next_ce.val());
+        }
+        if self.reset.val() {
+            self.phase.d.next = Phase::Idle;
+            self.out_valid.d.next = false;
+        }
+
+        self.res_valid.next = self.out_valid.q.val();
+        self.res_class.next = self.out_class.q.val();
+        self.res_distance.next = self.out_distance.q.val();
+        self.res_opens_gap.next = self.out_gap.q.val();
+        self.res_cum.next = self.out_cum.q.val();
+        self.res_bitmap.next = self.out_bitmap.q.val();
+        self.res_unacked.next = self.out_unacked.q.val();
+        self.res_ce.next = self.out_ce.q.val();
+    }
+}

@@ -1,0 +1,166 @@
+//! The flow table block under Verilator, one operation at a time.
+
+use super::{
+    FLOW_CLASS_DUPLICATE, FLOW_CLASS_NEW, FLOW_OP_ACCEPT, FLOW_OP_ACK, FLOW_OP_CLASSIFY,
+    FLOW_OP_INIT, FLOW_OP_READ, Port, Rtl, RtlError,
+};
+use ferroce_proto::model::sack::SackClass;
+
+/// A flow's state as the block reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowState {
+    /// Cumulative FSN.
+    pub cum: u32,
+    /// Window, bit i = FSN cum + 1 + i.
+    pub bitmap: [u64; 4],
+    /// Packets consumed since the last ACK.
+    pub unacked: u16,
+    /// CE marks since the last ACK.
+    pub ce_count: u16,
+}
+
+/// One operation's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowResult {
+    /// The class (classify only).
+    pub class: Option<SackClass>,
+    /// The state the operation reports.
+    pub state: FlowState,
+}
+
+struct Ports {
+    clock: Port,
+    reset: Port,
+    valid: Port,
+    ready: Port,
+    op: Port,
+    index: Port,
+    fsn: Port,
+    ce: Port,
+    distance: Port,
+    res_valid: Port,
+    class: Port,
+    res_distance: Port,
+    gap: Port,
+    cum: Port,
+    bitmap: Port,
+    unacked: Port,
+    res_ce: Port,
+}
+
+/// The verilated flow table.
+pub struct RtlFlowTable {
+    rtl: Rtl,
+    p: Ports,
+    cycles: u64,
+}
+
+impl RtlFlowTable {
+    /// A reset table (entries zero).
+    pub fn new() -> Result<Self, RtlError> {
+        let rtl = Rtl::new("flow_table")?;
+        let i = |n: &str| rtl.port(n, true);
+        let o = |n: &str| rtl.port(n, false);
+        let p = Ports {
+            clock: i("clock")?,
+            reset: i("reset")?,
+            valid: i("cmd_valid")?,
+            ready: o("cmd_ready")?,
+            op: i("cmd_op")?,
+            index: i("cmd_index")?,
+            fsn: i("cmd_fsn")?,
+            ce: i("cmd_ce")?,
+            distance: i("cmd_distance")?,
+            res_valid: o("res_valid")?,
+            class: o("res_class")?,
+            res_distance: o("res_distance")?,
+            gap: o("res_opens_gap")?,
+            cum: o("res_cum")?,
+            bitmap: o("res_bitmap")?,
+            unacked: o("res_unacked")?,
+            res_ce: o("res_ce")?,
+        };
+        let mut me = RtlFlowTable { rtl, p, cycles: 0 };
+        me.rtl.set_u64(me.p.reset, 1);
+        me.tick();
+        me.tick();
+        me.rtl.set_u64(me.p.reset, 0);
+        Ok(me)
+    }
+
+    /// Cycles simulated so far.
+    pub fn cycles(&self) -> u64 {
+        self.cycles
+    }
+
+    fn tick(&mut self) {
+        self.rtl.set_u64(self.p.clock, 1);
+        self.rtl.eval();
+        self.cycles += 1;
+        self.rtl.set_u64(self.p.clock, 0);
+        self.rtl.eval();
+    }
+
+    fn op(&mut self, op: u64, index: u32, fsn: u32, ce: bool, distance: u32) -> FlowResult {
+        while self.rtl.get_u64(self.p.ready) == 0 {
+            self.tick();
+        }
+        self.rtl.set_u64(self.p.op, op);
+        self.rtl.set_u64(self.p.index, index as u64);
+        self.rtl.set_u64(self.p.fsn, fsn as u64);
+        self.rtl.set_u64(self.p.ce, ce as u64);
+        self.rtl.set_u64(self.p.distance, distance as u64);
+        self.rtl.set_u64(self.p.valid, 1);
+        self.tick();
+        self.rtl.set_u64(self.p.valid, 0);
+        for _ in 0..16 {
+            self.tick();
+            if self.rtl.get_u64(self.p.res_valid) == 1 {
+                return self.read(op);
+            }
+        }
+        panic!("flow table gave no result within 16 cycles");
+    }
+
+    fn read(&mut self, op: u64) -> FlowResult {
+        let words = self.rtl.get(self.p.bitmap).to_vec();
+        let bitmap =
+            core::array::from_fn(|i| words[2 * i] as u64 | (words[2 * i + 1] as u64) << 32);
+        let state = FlowState {
+            cum: self.rtl.get_u64(self.p.cum) as u32,
+            bitmap,
+            unacked: self.rtl.get_u64(self.p.unacked) as u16,
+            ce_count: self.rtl.get_u64(self.p.res_ce) as u16,
+        };
+        let class = (op == FLOW_OP_CLASSIFY).then(|| match self.rtl.get_u64(self.p.class) {
+            c if c == FLOW_CLASS_DUPLICATE => SackClass::Duplicate,
+            c if c == FLOW_CLASS_NEW => SackClass::New {
+                distance: self.rtl.get_u64(self.p.res_distance) as u32,
+                opens_gap: self.rtl.get_u64(self.p.gap) == 1,
+            },
+            _ => SackClass::OutOfWindow,
+        });
+        FlowResult { class, state }
+    }
+
+    /// Initialises entry `index` to expect `cum`.
+    pub fn init(&mut self, index: u32, cum: u32) -> FlowResult {
+        self.op(FLOW_OP_INIT, index, cum, false, 0)
+    }
+    /// Classifies `fsn` on entry `index`, counting a CE mark.
+    pub fn classify(&mut self, index: u32, fsn: u32, ce: bool) -> FlowResult {
+        self.op(FLOW_OP_CLASSIFY, index, fsn, ce, 0)
+    }
+    /// Accepts the FSN at `distance` on entry `index`.
+    pub fn accept(&mut self, index: u32, distance: u32) -> FlowResult {
+        self.op(FLOW_OP_ACCEPT, index, 0, false, distance)
+    }
+    /// Takes the ACK state of entry `index` and clears its counters.
+    pub fn ack(&mut self, index: u32) -> FlowResult {
+        self.op(FLOW_OP_ACK, index, 0, false, 0)
+    }
+    /// Reads entry `index`.
+    pub fn read_entry(&mut self, index: u32) -> FlowResult {
+        self.op(FLOW_OP_READ, index, 0, false, 0)
+    }
+}

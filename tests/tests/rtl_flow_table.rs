@@ -1,0 +1,116 @@
+//! The RTL flow table under Verilator against `ferroce_proto::model::sack::FlowRxState`:
+//! random classify / accept / ACK / read sequences on several flows, near and across the 2^24
+//! FSN wrap, compared operation by operation.
+//!
+//! Default: 20,000 operations. `FERROCE_LONG=1`: 1,000,000.
+
+use ferroce_proto::model::sack::{FlowRxState, SackClass};
+use ferroce_proto::wire::{FSN_MASK, fsn_add};
+use ferroce_sim::rtl::flow_table::{FlowState, RtlFlowTable};
+use ferroce_tests::Rng;
+
+/// The model's side, with the counters as the receive path keeps them.
+fn as_state(f: &FlowRxState) -> FlowState {
+    FlowState {
+        cum: f.cum,
+        bitmap: f.bitmap,
+        unacked: f.unacked,
+        ce_count: f.ce_count,
+    }
+}
+
+#[test]
+fn random_operation_sequences_match_the_model() {
+    let mut rtl = match RtlFlowTable::new() {
+        Ok(t) => t,
+        Err(e) if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() => {
+            println!("SKIPPED: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let ops = if std::env::var_os("FERROCE_LONG").is_some() {
+        1_000_000
+    } else {
+        20_000
+    };
+    let indices = [0u32, 1, 511, 1023];
+    let mut rng = Rng::new(0xf10e);
+    let mut model: Vec<FlowRxState> = Vec::new();
+    for &i in &indices {
+        let cum = if i % 2 == 0 {
+            FSN_MASK - 40
+        } else {
+            rng.next_u32() & FSN_MASK
+        };
+        let r = rtl.init(i, cum);
+        model.push(FlowRxState::new(cum));
+        assert_eq!(r.state, as_state(&model[model.len() - 1]));
+    }
+    let mut counts = [0usize; 3];
+    for n in 0..ops {
+        let k = rng.upto(indices.len() as u64 - 1) as usize;
+        let index = indices[k];
+        let m = &mut model[k];
+        match rng.upto(19) {
+            0 => {
+                let got = rtl.ack(index);
+                assert_eq!(got.state, as_state(m), "op {n}: ack of flow {index}");
+                m.unacked = 0;
+                m.ce_count = 0;
+            }
+            1 => {
+                let got = rtl.read_entry(index);
+                assert_eq!(got.state, as_state(m), "op {n}: read of flow {index}");
+            }
+            2 if rng.upto(49) == 0 => {
+                let cum = rng.next_u32() & FSN_MASK;
+                rtl.init(index, cum);
+                *m = FlowRxState::new(cum);
+            }
+            _ => {
+                // Mostly just above the cumulative FSN, sometimes below or far beyond it.
+                let offset = match rng.upto(9) {
+                    0 => (rng.next_u32() & FSN_MASK) as i64 - (1 << 23),
+                    1 => rng.upto(20) as i64 - 20,
+                    2 => 250 + rng.upto(20) as i64,
+                    _ => rng.upto(40) as i64,
+                };
+                let fsn = fsn_add(m.cum, offset.rem_euclid(1 << 24) as u32);
+                let ce = rng.upto(7) == 0;
+                let got = rtl.classify(index, fsn, ce);
+                if ce {
+                    m.ce_count = m.ce_count.saturating_add(1);
+                }
+                let want = m.classify(fsn);
+                assert_eq!(
+                    got.class,
+                    Some(want),
+                    "op {n}: classify {fsn:#x} on flow {index}"
+                );
+                assert_eq!(got.state, as_state(m), "op {n}: state after classify");
+                match want {
+                    SackClass::Duplicate => counts[0] += 1,
+                    SackClass::OutOfWindow => counts[2] += 1,
+                    SackClass::New { distance, .. } => {
+                        counts[1] += 1;
+                        if rng.upto(9) != 0 {
+                            let got = rtl.accept(index, distance);
+                            m.accept(distance);
+                            m.unacked = m.unacked.saturating_add(1);
+                            assert_eq!(got.state, as_state(m), "op {n}: accept {distance}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        counts.iter().all(|&c| c > ops / 50),
+        "every class exercised: {counts:?}"
+    );
+    println!(
+        "{ops} operations in {} cycles; classes {counts:?}",
+        rtl.cycles()
+    );
+}
