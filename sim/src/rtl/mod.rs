@@ -21,6 +21,7 @@ pub(crate) struct BlockInfo {
     eval: unsafe extern "C" fn(*mut c_void),
     set: unsafe extern "C" fn(*mut c_void, i32, *const u32),
     get: unsafe extern "C" fn(*mut c_void, i32, *mut u32),
+    trace: unsafe extern "C" fn(*mut c_void, *const core::ffi::c_char) -> i32,
 }
 
 include!(concat!(env!("OUT_DIR"), "/rtl_blocks.rs"));
@@ -95,11 +96,30 @@ impl Rtl {
         // SAFETY: `new` is the generated constructor of this block; it returns an owned handle
         // that only `free` releases (in Drop).
         let handle = unsafe { (info.new)() };
-        Ok(Rtl {
+        let mut rtl = Rtl {
             info,
             handle,
             scratch: vec![0; 64],
-        })
+        };
+        if let Some(dir) = std::env::var_os("FERROCE_VCD") {
+            rtl.trace_into(std::path::Path::new(&dir));
+        }
+        Ok(rtl)
+    }
+
+    /// Starts a VCD waveform of this model in `dir` (named after the block and a counter).
+    /// Returns false when this build has no tracing support (build with `FERROCE_TRACE=1`).
+    pub fn trace_into(&mut self, dir: &std::path::Path) -> bool {
+        static SERIAL: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("{}-{n}.vcd", self.info.name));
+        let Ok(c_path) = std::ffi::CString::new(path.to_string_lossy().as_bytes()) else {
+            return false;
+        };
+        let _ = std::fs::create_dir_all(dir);
+        // SAFETY: the handle is live and the path is a NUL-terminated string that lives until
+        // the call returns (the shim opens the file before returning).
+        unsafe { (self.info.trace)(self.handle, c_path.as_ptr()) == 1 }
     }
 
     /// Looks up a port; `input` says which direction the caller will use it in.
