@@ -11,11 +11,15 @@
 //! - [`rx_parse`]: the RX header parser: framing, every validation of `parse_frame` in its
 //!   order, the ICRC on the fly, field extraction; one beat per cycle, back to back.
 //!
+//! - [`tx_frame`]: the TX frame builder: every header from request fields, the payload
+//!   realigned behind them, the ICRC appended; used for ACKs, NAKs, CM and data packets.
+//!
 //! Not written yet (issue 3 continues): the packet buffer and payload realignment, placement with protection checks and DMA write generation, message
-//! progress and completion events, the ACK/NAK builder, the transmit path, the AXI4-Lite
+//! progress and completion events, the transmit path around the frame builder (descriptor fetch, payload DMA reads), the AXI4-Lite
 //! register and table block, and the top level joining them.
 
 pub mod crc;
 pub mod flow_table;
 pub mod rx_parse;
+pub mod tx_frame;
 pub mod verilog;

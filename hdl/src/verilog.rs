@@ -23,7 +23,14 @@ pub fn flow_table() -> String {
 
 /// Every block that `cargo xtask gen` writes, by file stem.
 pub fn all() -> Vec<(&'static str, String)> {
-    vec![("rx_parser", rx_parser()), ("flow_table", flow_table())]
+    vec![
+        ("rx_parser", rx_parser()),
+        ("flow_table", flow_table()),
+        (
+            "tx_frame",
+            generate(crate::tx_frame::TxFrameBuilder::default()),
+        ),
+    ]
 }
 
 /// Constants the co-simulation harnesses need, as (name, value): written by `ferroce-sim`'s

@@ -30,6 +30,7 @@ use sack::FlowRxState;
 use std::collections::VecDeque;
 
 pub use rx::Verdict;
+pub use tx::TTL as TX_TTL;
 
 /// A DMA access the host memory refused (the IOMMU would fault it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

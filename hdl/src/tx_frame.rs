@@ -1,0 +1,655 @@
+//! TX frame builder: one request (every header field, the transport header bytes and a payload
+//! length) plus a payload stream in, one complete frame out on AXI4-Stream, byte for byte what
+//! [`ferroce_proto::wire::FrameRepr::emit`] builds: Ethernet (optional 802.1Q), IPv4 with its
+//! checksum or IPv6, UDP (checksum 0), BTH, the transport header, the payload realigned behind
+//! the headers, and the ICRC.
+//!
+//! Structure, one 64-bit beat per cycle:
+//! - accept: the request is registered; next cycle the header vector (≤ 128 bytes, big-endian)
+//!   and the IPv4 checksum are assembled from it;
+//! - generate: beat k takes header bytes below `hlen`, payload bytes behind them (a carry
+//!   register realigns the payload stream, which is packed from lane 0), zeros elsewhere;
+//! - ICRC: the generated beats feed the same realigned CRC as the RX parser (shift by 6 bytes,
+//!   or 2 behind a VLAN tag, variant fields forced to ones); one extra generated beat of zeros
+//!   flushes it;
+//! - output: a three-stage elastic buffer, deep enough that generation can run ahead to the
+//!   flush while the beats holding the ICRC wait; those beats are offered only once the CRC is
+//!   complete, and the ICRC bytes are written into their lanes on the way out.
+//!
+//! Back-pressure: generation stops when the buffer is full or a needed payload beat is
+//! missing; the output follows AXI4-Stream rules (a beat, once offered, stays until taken).
+//! Between frames the builder spends about three cycles (assembly and drain); overlapping them
+//! with the next frame is a planned step.
+
+use crate::crc::Crc32Beat;
+use crate::rx_parse::{CRC_AFTER_LRH, stream_mask};
+use ferroce_proto::model::TX_TTL;
+use ferroce_proto::wire::{bth, ethernet, ip};
+use rust_hdl::prelude::*;
+
+#[derive(LogicState, Debug, Copy, Clone, PartialEq)]
+enum Phase {
+    Idle,
+    Assemble,
+    Run,
+}
+
+/// The TX frame builder.
+#[derive(LogicBlock)]
+pub struct TxFrameBuilder {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Synchronous reset.
+    pub reset: Signal<In, Bit>,
+    /// A frame is requested (fields below valid).
+    pub req_valid: Signal<In, Bit>,
+    /// The builder takes the request this cycle.
+    pub req_ready: Signal<Out, Bit>,
+    /// Destination MAC.
+    pub req_dst_mac: Signal<In, Bits<48>>,
+    /// Source MAC.
+    pub req_src_mac: Signal<In, Bits<48>>,
+    /// Add an 802.1Q tag.
+    pub req_vlan: Signal<In, Bit>,
+    /// Its TCI.
+    pub req_vlan_tci: Signal<In, Bits<16>>,
+    /// IPv6 (else IPv4).
+    pub req_ipv6: Signal<In, Bit>,
+    /// Source IP (IPv4 in the low 32 bits when IPv4).
+    pub req_src_ip: Signal<In, Bits<128>>,
+    /// Destination IP (IPv4 in the low 32 bits when IPv4).
+    pub req_dst_ip: Signal<In, Bits<128>>,
+    /// DSCP.
+    pub req_dscp: Signal<In, Bits<6>>,
+    /// ECN codepoint.
+    pub req_ecn: Signal<In, Bits<2>>,
+    /// UDP source port.
+    pub req_src_port: Signal<In, Bits<16>>,
+    /// UDP destination port.
+    pub req_dst_port: Signal<In, Bits<16>>,
+    /// BTH opcode.
+    pub req_opcode: Signal<In, Bits<8>>,
+    /// BTH solicited bit.
+    pub req_solicited: Signal<In, Bit>,
+    /// BTH destination connection.
+    pub req_dest_conn: Signal<In, Bits<24>>,
+    /// BTH AckReq bit.
+    pub req_ack_req: Signal<In, Bit>,
+    /// BTH PSN.
+    pub req_psn: Signal<In, Bits<24>>,
+    /// Transport header bytes, first byte in the top bits; `req_th_len` of them are sent.
+    pub req_th: Signal<In, Bits<384>>,
+    /// Transport header length in bytes (≤ 48).
+    pub req_th_len: Signal<In, Bits<6>>,
+    /// Payload length in bytes.
+    pub req_payload_len: Signal<In, Bits<14>>,
+    /// Payload stream, packed from lane 0 (only the valid bytes of the last beat count).
+    pub s_pay_tdata: Signal<In, Bits<64>>,
+    /// Payload beat valid.
+    pub s_pay_tvalid: Signal<In, Bit>,
+    /// The builder takes the payload beat.
+    pub s_pay_tready: Signal<Out, Bit>,
+    /// Frame out.
+    pub m_tdata: Signal<Out, Bits<64>>,
+    /// Byte enables (only the last beat is partial).
+    pub m_tkeep: Signal<Out, Bits<8>>,
+    /// Beat valid.
+    pub m_tvalid: Signal<Out, Bit>,
+    /// Last beat.
+    pub m_tlast: Signal<Out, Bit>,
+    /// The receiver takes the beat.
+    pub m_tready: Signal<In, Bit>,
+
+    k_crc_lrh: Constant<Bits<32>>,
+    k_vlan: Constant<Bits<16>>,
+    k_ipv4: Constant<Bits<16>>,
+    k_ipv6: Constant<Bits<16>>,
+    k_udp: Constant<Bits<8>>,
+    k_ttl: Constant<Bits<8>>,
+    k_pkey: Constant<Bits<16>>,
+    k_mask_v4: [Constant<Bits<64>>; 8],
+    k_mask_v6: [Constant<Bits<64>>; 8],
+
+    phase: DFF<Phase>,
+    r_dst_mac: DFF<Bits<48>>,
+    r_src_mac: DFF<Bits<48>>,
+    r_vlan: DFF<Bit>,
+    r_tci: DFF<Bits<16>>,
+    r_v6: DFF<Bit>,
+    r_sip: DFF<Bits<128>>,
+    r_dip: DFF<Bits<128>>,
+    r_tos: DFF<Bits<8>>,
+    r_sport: DFF<Bits<16>>,
+    r_dport: DFF<Bits<16>>,
+    r_opcode: DFF<Bits<8>>,
+    r_se: DFF<Bits<1>>,
+    r_qp: DFF<Bits<24>>,
+    r_ackreq: DFF<Bits<1>>,
+    r_psn: DFF<Bits<24>>,
+    r_th: DFF<Bits<384>>,
+    r_thlen: DFF<Bits<16>>,
+    r_plen: DFF<Bits<16>>,
+    hdr: DFF<Bits<1024>>,
+    hlen: DFF<Bits<16>>,
+    hbeat: DFF<Bits<13>>,
+    rsh: DFF<Bits<3>>,
+    flen: DFF<Bits<16>>,
+    nbeats: DFF<Bits<13>>,
+    pay_beats: DFF<Bits<13>>,
+    vtotal: DFF<Bits<17>>,
+    k: DFF<Bits<13>>,
+    consumed: DFF<Bits<13>>,
+    carry: DFF<Bits<64>>,
+    prev: DFF<Bits<64>>,
+    vj: DFF<Bits<13>>,
+    crc: DFF<Bits<32>>,
+    d1_valid: DFF<Bit>,
+    d1_data: DFF<Bits<64>>,
+    d1_k: DFF<Bits<13>>,
+    d1_icrc: DFF<Bit>,
+    d2_valid: DFF<Bit>,
+    d2_data: DFF<Bits<64>>,
+    d2_k: DFF<Bits<13>>,
+    d2_icrc: DFF<Bit>,
+    d3_valid: DFF<Bit>,
+    d3_data: DFF<Bits<64>>,
+    d3_k: DFF<Bits<13>>,
+    d3_icrc: DFF<Bit>,
+    crc_done: DFF<Bit>,
+    crc_unit: Crc32Beat,
+
+    advance: Signal<Local, Bit>,
+    cksum: Signal<Local, Bits<16>>,
+    pay_ok: Signal<Local, Bit>,
+    out_ok: Signal<Local, Bit>,
+    take3: Signal<Local, Bit>,
+    free3: Signal<Local, Bit>,
+    mv23: Signal<Local, Bit>,
+    free2: Signal<Local, Bit>,
+    mv12: Signal<Local, Bit>,
+    free1: Signal<Local, Bit>,
+    push: Signal<Local, Bit>,
+    flush: Signal<Local, Bit>,
+    running: Signal<Local, Bit>,
+    aligned: Signal<Local, Bits<64>>,
+    need_pay: Signal<Local, Bit>,
+    beat_out: Signal<Local, Bits<64>>,
+    hdr_beat: Signal<Local, Bits<64>>,
+    pay_beat: Signal<Local, Bits<64>>,
+    shift_r: Signal<Local, Bits<3>>,
+    pos: Signal<Local, Bits<16>>,
+    lane: Signal<Local, Bits<64>>,
+    l4: Signal<Local, Bits<1024>>,
+    l3: Signal<Local, Bits<1024>>,
+    ip4: Signal<Local, Bits<160>>,
+    ip6: Signal<Local, Bits<320>>,
+    eth: Signal<Local, Bits<144>>,
+    ip_len: Signal<Local, Bits<16>>,
+    l4_len: Signal<Local, Bits<16>>,
+    hl: Signal<Local, Bits<16>>,
+    sum: Signal<Local, Bits<20>>,
+    word: Signal<Local, Bits<16>>,
+    v_data: Signal<Local, Bits<64>>,
+    v_go: Signal<Local, Bit>,
+    v_lanes: Signal<Local, Bits<8>>,
+    v_pos: Signal<Local, Bits<17>>,
+    icrc: Signal<Local, Bits<32>>,
+    out_data: Signal<Local, Bits<64>>,
+    out_keep: Signal<Local, Bits<8>>,
+    icrc_at: Signal<Local, Bits<16>>,
+    byte_index: Signal<Local, Bits<16>>,
+}
+
+fn k<const N: usize>(v: u64) -> Constant<Bits<N>> {
+    Constant::new(v.to_bits())
+}
+
+impl Default for TxFrameBuilder {
+    fn default() -> Self {
+        TxFrameBuilder {
+            clock: Default::default(),
+            reset: Default::default(),
+            req_valid: Default::default(),
+            req_ready: Default::default(),
+            req_dst_mac: Default::default(),
+            req_src_mac: Default::default(),
+            req_vlan: Default::default(),
+            req_vlan_tci: Default::default(),
+            req_ipv6: Default::default(),
+            req_src_ip: Default::default(),
+            req_dst_ip: Default::default(),
+            req_dscp: Default::default(),
+            req_ecn: Default::default(),
+            req_src_port: Default::default(),
+            req_dst_port: Default::default(),
+            req_opcode: Default::default(),
+            req_solicited: Default::default(),
+            req_dest_conn: Default::default(),
+            req_ack_req: Default::default(),
+            req_psn: Default::default(),
+            req_th: Default::default(),
+            req_th_len: Default::default(),
+            req_payload_len: Default::default(),
+            s_pay_tdata: Default::default(),
+            s_pay_tvalid: Default::default(),
+            s_pay_tready: Default::default(),
+            m_tdata: Default::default(),
+            m_tkeep: Default::default(),
+            m_tvalid: Default::default(),
+            m_tlast: Default::default(),
+            m_tready: Default::default(),
+            k_crc_lrh: k(CRC_AFTER_LRH as u64),
+            k_vlan: k(ethernet::ETHERTYPE_VLAN as u64),
+            k_ipv4: k(ethernet::ETHERTYPE_IPV4 as u64),
+            k_ipv6: k(ethernet::ETHERTYPE_IPV6 as u64),
+            k_udp: k(ip::PROTO_UDP as u64),
+            k_ttl: k(TX_TTL as u64),
+            k_pkey: k(bth::DEFAULT_PKEY as u64),
+            k_mask_v4: core::array::from_fn(|j| k(stream_mask(false, j))),
+            k_mask_v6: core::array::from_fn(|j| k(stream_mask(true, j))),
+            phase: Default::default(),
+            r_dst_mac: Default::default(),
+            r_src_mac: Default::default(),
+            r_vlan: Default::default(),
+            r_tci: Default::default(),
+            r_v6: Default::default(),
+            r_sip: Default::default(),
+            r_dip: Default::default(),
+            r_tos: Default::default(),
+            r_sport: Default::default(),
+            r_dport: Default::default(),
+            r_opcode: Default::default(),
+            r_se: Default::default(),
+            r_qp: Default::default(),
+            r_ackreq: Default::default(),
+            r_psn: Default::default(),
+            r_th: Default::default(),
+            r_thlen: Default::default(),
+            r_plen: Default::default(),
+            hdr: Default::default(),
+            hlen: Default::default(),
+            hbeat: Default::default(),
+            rsh: Default::default(),
+            flen: Default::default(),
+            nbeats: Default::default(),
+            pay_beats: Default::default(),
+            vtotal: Default::default(),
+            k: Default::default(),
+            consumed: Default::default(),
+            carry: Default::default(),
+            prev: Default::default(),
+            vj: Default::default(),
+            crc: Default::default(),
+            d1_valid: Default::default(),
+            d1_data: Default::default(),
+            d1_k: Default::default(),
+            d1_icrc: Default::default(),
+            d2_valid: Default::default(),
+            d2_data: Default::default(),
+            d2_k: Default::default(),
+            d2_icrc: Default::default(),
+            d3_valid: Default::default(),
+            d3_data: Default::default(),
+            d3_k: Default::default(),
+            d3_icrc: Default::default(),
+            crc_done: Default::default(),
+            crc_unit: Default::default(),
+            advance: Default::default(),
+            cksum: Default::default(),
+            pay_ok: Default::default(),
+            out_ok: Default::default(),
+            take3: Default::default(),
+            free3: Default::default(),
+            mv23: Default::default(),
+            free2: Default::default(),
+            mv12: Default::default(),
+            free1: Default::default(),
+            push: Default::default(),
+            flush: Default::default(),
+            running: Default::default(),
+            aligned: Default::default(),
+            need_pay: Default::default(),
+            beat_out: Default::default(),
+            hdr_beat: Default::default(),
+            pay_beat: Default::default(),
+            shift_r: Default::default(),
+            pos: Default::default(),
+            lane: Default::default(),
+            l4: Default::default(),
+            l3: Default::default(),
+            ip4: Default::default(),
+            ip6: Default::default(),
+            eth: Default::default(),
+            ip_len: Default::default(),
+            l4_len: Default::default(),
+            hl: Default::default(),
+            sum: Default::default(),
+            word: Default::default(),
+            v_data: Default::default(),
+            v_go: Default::default(),
+            v_lanes: Default::default(),
+            v_pos: Default::default(),
+            icrc: Default::default(),
+            out_data: Default::default(),
+            out_keep: Default::default(),
+            icrc_at: Default::default(),
+            byte_index: Default::default(),
+        }
+    }
+}
+
+impl Logic for TxFrameBuilder {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self, clock, phase, r_dst_mac, r_src_mac, r_vlan, r_tci, r_v6, r_sip, r_dip, r_tos,
+            r_sport, r_dport, r_opcode, r_se, r_qp, r_ackreq, r_psn, r_th, r_thlen, r_plen, hdr,
+            hlen, hbeat, rsh, flen, nbeats, pay_beats, vtotal, k, consumed, carry, prev, vj, crc,
+            d1_valid, d1_data, d1_k, d1_icrc, d2_valid, d2_data, d2_k, d2_icrc, d3_valid, d3_data,
+            d3_k, d3_icrc, crc_done
+        );
+        self.req_ready.next = false;
+        self.s_pay_tready.next = false;
+        self.advance.next = false;
+        self.need_pay.next = false;
+
+        // ---- Header assembly (used in the Assemble phase).
+        self.l4_len.next = self.r_thlen.q.val() + self.r_plen.q.val() + 24_u64;
+        self.eth.next = (bit_cast::<144, 48>(self.r_dst_mac.q.val()) << 96_u64)
+            | (bit_cast::<144, 48>(self.r_src_mac.q.val()) << 48_u64);
+        if self.r_vlan.q.val() {
+            self.eth.next = self.eth.val()
+                | (bit_cast::<144, 16>(self.k_vlan.val()) << 32_u64)
+                | (bit_cast::<144, 16>(self.r_tci.q.val()) << 16_u64);
+            if self.r_v6.q.val() {
+                self.eth.next = self.eth.val() | bit_cast::<144, 16>(self.k_ipv6.val());
+            } else {
+                self.eth.next = self.eth.val() | bit_cast::<144, 16>(self.k_ipv4.val());
+            }
+        } else if self.r_v6.q.val() {
+            self.eth.next = self.eth.val() | (bit_cast::<144, 16>(self.k_ipv6.val()) << 32_u64);
+        } else {
+            self.eth.next = self.eth.val() | (bit_cast::<144, 16>(self.k_ipv4.val()) << 32_u64);
+        }
+        self.ip_len.next = self.l4_len.val() + 20_u64;
+        self.ip4.next = (bits::<160>(0x45) << 152_u64)
+            | (bit_cast::<160, 8>(self.r_tos.q.val()) << 144_u64)
+            | (bit_cast::<160, 16>(self.ip_len.val()) << 128_u64)
+            | (bits::<160>(0x4000) << 96_u64)
+            | (bit_cast::<160, 8>(self.k_ttl.val()) << 88_u64)
+            | (bit_cast::<160, 8>(self.k_udp.val()) << 80_u64)
+            | (bit_cast::<160, 32>(self.r_sip.q.val().get_bits::<32>(0)) << 32_u64)
+            | bit_cast::<160, 32>(self.r_dip.q.val().get_bits::<32>(0));
+        self.sum.next = 0.into();
+        for i in 0_usize..10 {
+            self.word.next = self.ip4.val().get_bits::<16>(144 - 16 * i);
+            self.sum.next = self.sum.val() + bit_cast::<20, 16>(self.word.val());
+        }
+        self.sum.next = (self.sum.val() & 0xFFFF_u64) + (self.sum.val() >> 16_u64);
+        self.sum.next = (self.sum.val() & 0xFFFF_u64) + (self.sum.val() >> 16_u64);
+        // Complement into a 16-bit signal first: in Verilog `~` takes the width of the
+        // expression around it, so complementing inside the wider cast would set the top bits.
+        self.cksum.next = !self.sum.val().get_bits::<16>(0);
+        self.ip4.next = self.ip4.val() | (bit_cast::<160, 16>(self.cksum.val()) << 64_u64);
+        self.ip6.next = (bits::<320>(6) << 316_u64)
+            | (bit_cast::<320, 8>(self.r_tos.q.val()) << 308_u64)
+            | (bit_cast::<320, 16>(self.l4_len.val()) << 272_u64)
+            | (bit_cast::<320, 8>(self.k_udp.val()) << 264_u64)
+            | (bit_cast::<320, 8>(self.k_ttl.val()) << 256_u64)
+            | (bit_cast::<320, 128>(self.r_sip.q.val()) << 128_u64)
+            | bit_cast::<320, 128>(self.r_dip.q.val());
+        self.l4.next = (bit_cast::<1024, 16>(self.r_sport.q.val()) << 1008_u64)
+            | (bit_cast::<1024, 16>(self.r_dport.q.val()) << 992_u64)
+            | (bit_cast::<1024, 16>(self.l4_len.val()) << 976_u64)
+            | (bit_cast::<1024, 8>(self.r_opcode.q.val()) << 952_u64)
+            | (bit_cast::<1024, 1>(self.r_se.q.val()) << 951_u64)
+            | (bit_cast::<1024, 16>(self.k_pkey.val()) << 928_u64)
+            | (bit_cast::<1024, 24>(self.r_qp.q.val()) << 896_u64)
+            | (bit_cast::<1024, 1>(self.r_ackreq.q.val()) << 895_u64)
+            | (bit_cast::<1024, 24>(self.r_psn.q.val()) << 864_u64)
+            | (bit_cast::<1024, 384>(self.r_th.q.val()) << 480_u64);
+        if self.r_v6.q.val() {
+            self.l3.next =
+                (bit_cast::<1024, 320>(self.ip6.val()) << 704_u64) | (self.l4.val() >> 320_u64);
+            self.hl.next = self.r_thlen.q.val() + 60_u64;
+        } else {
+            self.l3.next =
+                (bit_cast::<1024, 160>(self.ip4.val()) << 864_u64) | (self.l4.val() >> 160_u64);
+            self.hl.next = self.r_thlen.q.val() + 40_u64;
+        }
+        if self.r_vlan.q.val() {
+            self.hl.next = self.hl.val() + 18_u64;
+        } else {
+            self.hl.next = self.hl.val() + 14_u64;
+        }
+
+        // ---- Generation of beat k.
+        self.hdr_beat.next = 0.into();
+        for b in 0_usize..16 {
+            if self.k.q.val() == b.to_bits::<13>() {
+                self.hdr_beat.next = self.hdr.q.val().get_bits::<64>(960 - 64 * b);
+            }
+        }
+        // Big-endian header bytes to little-endian lanes.
+        self.lane.next = 0.into();
+        for i in 0_usize..8 {
+            self.lane.next = self.lane.val()
+                | (((self.hdr_beat.val() >> (56 - 8 * i).to_bits::<6>()) & 0xFF_u64)
+                    << (8 * i).to_bits::<6>());
+        }
+        self.running.next = self.phase.q.val() == Phase::Run;
+        self.need_pay.next = self.running.val()
+            & (self.k.q.val() >= self.hbeat.q.val())
+            & (self.k.q.val() < self.nbeats.q.val())
+            & (self.consumed.q.val() < self.pay_beats.q.val());
+        self.pay_beat.next = 0.into();
+        if self.need_pay.val() {
+            self.pay_beat.next = self.s_pay_tdata.val();
+        }
+        self.shift_r.next = self.rsh.q.val();
+        // Payload behind the header: this payload beat moved up by r lanes, the previous one's
+        // top r lanes below it.
+        self.aligned.next = (self.pay_beat.val()
+            << (bit_cast::<7, 3>(self.shift_r.val()) << 3_u64))
+            | (self.carry.q.val()
+                >> (bits::<7>(64) - (bit_cast::<7, 3>(self.shift_r.val()) << 3_u64)));
+        self.beat_out.next = 0.into();
+        for i in 0_usize..8 {
+            self.pos.next = (bit_cast::<16, 13>(self.k.q.val()) << 3_u64) + i.to_bits::<16>();
+            if self.pos.val() < self.hlen.q.val() {
+                self.beat_out.next = self.beat_out.val()
+                    | (self.lane.val() & (bits::<64>(0xFF) << (8 * i).to_bits::<6>()));
+            } else if self.pos.val() < self.hlen.q.val() + self.r_plen.q.val() {
+                self.beat_out.next = self.beat_out.val()
+                    | (self.aligned.val() & (bits::<64>(0xFF) << (8 * i).to_bits::<6>()));
+            }
+        }
+        // Elastic three-stage output: each stage moves on when the next one is free. A beat
+        // holding ICRC lanes is offered only once the CRC is complete (after the flush step),
+        // so it never retracts `m_tvalid`.
+        self.pay_ok.next = !self.need_pay.val() | self.s_pay_tvalid.val();
+        self.out_ok.next = !self.d3_icrc.q.val() | self.crc_done.q.val();
+        self.take3.next = self.d3_valid.q.val() & self.out_ok.val() & self.m_tready.val();
+        self.free3.next = !self.d3_valid.q.val() | self.take3.val();
+        self.mv23.next = self.d2_valid.q.val() & self.free3.val();
+        self.free2.next = !self.d2_valid.q.val() | self.mv23.val();
+        self.mv12.next = self.d1_valid.q.val() & self.free2.val();
+        self.free1.next = !self.d1_valid.q.val() | self.mv12.val();
+        self.push.next = self.running.val()
+            & (self.k.q.val() < self.nbeats.q.val())
+            & self.free1.val()
+            & self.pay_ok.val();
+        self.flush.next = self.running.val() & (self.k.q.val() == self.nbeats.q.val());
+        self.advance.next = self.push.val() | self.flush.val();
+        self.s_pay_tready.next = self.need_pay.val() & self.free1.val();
+
+        // ---- ICRC over the generated beats, realigned as in the RX parser.
+        self.v_go.next = false;
+        if self.r_vlan.q.val() {
+            self.v_go.next = self.k.q.val() >= 3_u64;
+            self.v_data.next = (self.prev.q.val() >> 16_u64) | (self.beat_out.val() << 48_u64);
+        } else {
+            self.v_go.next = self.k.q.val() >= 2_u64;
+            self.v_data.next = (self.prev.q.val() >> 48_u64) | (self.beat_out.val() << 16_u64);
+        }
+        for j in 0_usize..8 {
+            if self.vj.q.val() == j.to_bits::<13>() {
+                if self.r_v6.q.val() {
+                    self.v_data.next = self.v_data.val() | self.k_mask_v6[j].val();
+                } else {
+                    self.v_data.next = self.v_data.val() | self.k_mask_v4[j].val();
+                }
+            }
+        }
+        self.v_lanes.next = 0.into();
+        for i in 0_usize..8 {
+            self.v_pos.next = (bit_cast::<17, 13>(self.vj.q.val()) << 3_u64) + i.to_bits::<17>();
+            if self.v_go.val() & (self.v_pos.val() < self.vtotal.q.val()) {
+                self.v_lanes.next = self.v_lanes.val().replace_bit(i, true);
+            }
+        }
+        self.crc_unit.crc_in.next = self.crc.q.val();
+        self.crc_unit.data.next = self.v_data.val();
+        self.crc_unit.lanes.next = self.v_lanes.val();
+
+        // ---- Phases.
+        match self.phase.q.val() {
+            Phase::Idle => {
+                self.req_ready.next = true;
+                if self.req_valid.val() {
+                    self.r_dst_mac.d.next = self.req_dst_mac.val();
+                    self.r_src_mac.d.next = self.req_src_mac.val();
+                    self.r_vlan.d.next = self.req_vlan.val();
+                    self.r_tci.d.next = self.req_vlan_tci.val();
+                    self.r_v6.d.next = self.req_ipv6.val();
+                    self.r_sip.d.next = self.req_src_ip.val();
+                    self.r_dip.d.next = self.req_dst_ip.val();
+                    self.r_tos.d.next = (bit_cast::<8, 6>(self.req_dscp.val()) << 2_u64)
+                        | bit_cast::<8, 2>(self.req_ecn.val());
+                    self.r_sport.d.next = self.req_src_port.val();
+                    self.r_dport.d.next = self.req_dst_port.val();
+                    self.r_opcode.d.next = self.req_opcode.val();
+                    self.r_se.d.next = self.req_solicited.val().into();
+                    self.r_qp.d.next = self.req_dest_conn.val();
+                    self.r_ackreq.d.next = self.req_ack_req.val().into();
+                    self.r_psn.d.next = self.req_psn.val();
+                    self.r_th.d.next = self.req_th.val();
+                    self.r_thlen.d.next = bit_cast::<16, 6>(self.req_th_len.val());
+                    self.r_plen.d.next = bit_cast::<16, 14>(self.req_payload_len.val());
+                    self.phase.d.next = Phase::Assemble;
+                }
+            }
+            Phase::Assemble => {
+                if self.r_vlan.q.val() {
+                    self.hdr.d.next = (bit_cast::<1024, 144>(self.eth.val()) << 880_u64)
+                        | (self.l3.val() >> 144_u64);
+                } else {
+                    self.hdr.d.next = (bit_cast::<1024, 144>(self.eth.val() >> 32_u64) << 912_u64)
+                        | (self.l3.val() >> 112_u64);
+                }
+                self.hlen.d.next = self.hl.val();
+                self.hbeat.d.next = bit_cast::<13, 16>(self.hl.val() >> 3_u64);
+                self.rsh.d.next = bit_cast::<3, 16>(self.hl.val());
+                self.flen.d.next = self.hl.val() + self.r_plen.q.val() + 4_u64;
+                self.nbeats.d.next =
+                    bit_cast::<13, 16>((self.hl.val() + self.r_plen.q.val() + 11_u64) >> 3_u64);
+                self.pay_beats.d.next = bit_cast::<13, 16>((self.r_plen.q.val() + 7_u64) >> 3_u64);
+                if self.r_v6.q.val() {
+                    self.vtotal.d.next = bit_cast::<17, 16>(self.l4_len.val()) + 44_u64;
+                } else {
+                    self.vtotal.d.next = bit_cast::<17, 16>(self.l4_len.val()) + 24_u64;
+                }
+                self.k.d.next = 0.into();
+                self.consumed.d.next = 0.into();
+                self.carry.d.next = 0.into();
+                self.prev.d.next = 0.into();
+                self.vj.d.next = 1.into();
+                self.crc.d.next = self.k_crc_lrh.val();
+                self.crc_done.d.next = false;
+                self.phase.d.next = Phase::Run;
+            }
+            Phase::Run => {
+                if self.advance.val() {
+                    if self.need_pay.val() {
+                        self.carry.d.next = self.s_pay_tdata.val();
+                        self.consumed.d.next = self.consumed.q.val() + 1_u64;
+                    }
+                    self.prev.d.next = self.beat_out.val();
+                    if self.v_go.val() {
+                        self.crc.d.next = self.crc_unit.crc_out.val();
+                        self.vj.d.next = self.vj.q.val() + 1_u64;
+                    }
+                    self.k.d.next = self.k.q.val() + 1_u64;
+                }
+                if self.flush.val() {
+                    self.crc_done.d.next = true;
+                }
+                if self.take3.val() {
+                    self.d3_valid.d.next = false;
+                    if self.d3_k.q.val() + 1_u64 == self.nbeats.q.val() {
+                        self.phase.d.next = Phase::Idle;
+                    }
+                }
+                if self.mv23.val() {
+                    self.d3_valid.d.next = true;
+                    self.d3_data.d.next = self.d2_data.q.val();
+                    self.d3_k.d.next = self.d2_k.q.val();
+                    self.d3_icrc.d.next = self.d2_icrc.q.val();
+                    self.d2_valid.d.next = false;
+                }
+                if self.mv12.val() {
+                    self.d2_valid.d.next = true;
+                    self.d2_data.d.next = self.d1_data.q.val();
+                    self.d2_k.d.next = self.d1_k.q.val();
+                    self.d2_icrc.d.next = self.d1_icrc.q.val();
+                    self.d1_valid.d.next = false;
+                }
+                if self.push.val() {
+                    self.d1_valid.d.next = true;
+                    self.d1_data.d.next = self.beat_out.val();
+                    self.d1_k.d.next = self.k.q.val();
+                    self.d1_icrc.d.next = (bit_cast::<16, 13>(self.k.q.val()) << 3_u64) + 8_u64
+                        > self.flen.q.val() - 4_u64;
+                }
+            }
+            _ => {
+                self.phase.d.next = Phase::Idle;
+            }
+        }
+        if self.reset.val() {
+            self.phase.d.next = Phase::Idle;
+            self.d1_valid.d.next = false;
+            self.d2_valid.d.next = false;
+            self.d3_valid.d.next = false;
+        }
+
+        // ---- Output: the delayed beat with the ICRC written into its lanes.
+        self.icrc.next = !self.crc.q.val();
+        self.icrc_at.next = self.flen.q.val() - 4_u64;
+        self.out_data.next = self.d3_data.q.val();
+        self.out_keep.next = 0.into();
+        for i in 0_usize..8 {
+            self.byte_index.next =
+                (bit_cast::<16, 13>(self.d3_k.q.val()) << 3_u64) + i.to_bits::<16>();
+            if self.byte_index.val() < self.flen.q.val() {
+                self.out_keep.next = self.out_keep.val().replace_bit(i, true);
+            }
+            if (self.byte_index.val() >= self.icrc_at.val())
+                & (self.byte_index.val() < self.flen.q.val())
+            {
+                self.out_data.next = (self.out_data.val()
+                    & !(bits::<64>(0xFF) << (8 * i).to_bits::<6>()))
+                    | (bit_cast::<64, 32>(
+                        (self.icrc.val()
+                            >> ((self.byte_index.val() - self.icrc_at.val()) << 3_u64))
+                            & 0xFF_u64,
+                    ) << (8 * i).to_bits::<6>());
+            }
+        }
+        self.m_tvalid.next = self.d3_valid.q.val() & self.out_ok.val();
+        self.m_tdata.next = self.out_data.val();
+        self.m_tkeep.next = self.out_keep.val();
+        self.m_tlast.next =
+            self.d3_valid.q.val() & (self.d3_k.q.val() + 1_u64 == self.nbeats.q.val());
+    }
+}
