@@ -11,15 +11,18 @@
 //! - [`rx_parse`]: the RX header parser: framing, every validation of `parse_frame` in its
 //!   order, the ICRC on the fly, field extraction; one beat per cycle, back to back.
 //!
+//! - [`rx_payload`]: the payload extractor: a buffered frame's payload realigned to lane 0 for
+//!   the DMA write interface, or the frame discarded, as the engine decides.
 //! - [`tx_frame`]: the TX frame builder: every header from request fields, the payload
 //!   realigned behind them, the ICRC appended; used for ACKs, NAKs, CM and data packets.
 //!
-//! Not written yet (issue 3 continues): the packet buffer and payload realignment, placement with protection checks and DMA write generation, message
+//! Not written yet (issue 3 continues): the packet buffer, placement with protection checks and DMA write generation, message
 //! progress and completion events, the transmit path around the frame builder (descriptor fetch, payload DMA reads), the AXI4-Lite
 //! register and table block, and the top level joining them.
 
 pub mod crc;
 pub mod flow_table;
 pub mod rx_parse;
+pub mod rx_payload;
 pub mod tx_frame;
 pub mod verilog;

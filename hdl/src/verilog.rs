@@ -30,6 +30,10 @@ pub fn all() -> Vec<(&'static str, String)> {
             "tx_frame",
             generate(crate::tx_frame::TxFrameBuilder::default()),
         ),
+        (
+            "rx_payload",
+            generate(crate::rx_payload::RxPayload::default()),
+        ),
     ]
 }
 

@@ -8,6 +8,7 @@
 
 pub mod flow_table;
 pub mod rx_parser;
+pub mod rx_payload;
 pub mod tx_frame;
 
 use core::ffi::c_void;

@@ -1,0 +1,212 @@
+//! RX payload extractor: takes a buffered frame and either streams its payload, realigned to
+//! lane 0, toward the DMA write interface, or discards it, as the receive engine decides.
+//!
+//! Per frame the engine issues one command — bytes to skip (the headers), payload length, and
+//! whether to place — in frame order. The extractor drops the `skip / 8` leading beats, shifts
+//! the rest by `skip % 8` bytes (a carry register joins neighbouring beats), emits exactly
+//! `len` bytes with `tlast` on the last, and swallows the rest of the frame up to its `tlast`
+//! (the ICRC and any padding). One beat per cycle, AXI4-Stream back-pressure on both sides.
+
+use rust_hdl::prelude::*;
+
+#[derive(LogicState, Debug, Copy, Clone, PartialEq)]
+enum Phase {
+    Idle,
+    Skip,
+    Emit,
+    Tail,
+    Drain,
+}
+
+/// The payload extractor.
+#[derive(LogicBlock, Default)]
+pub struct RxPayload {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Synchronous reset.
+    pub reset: Signal<In, Bit>,
+    /// A command is offered.
+    pub cmd_valid: Signal<In, Bit>,
+    /// The extractor takes the command.
+    pub cmd_ready: Signal<Out, Bit>,
+    /// Bytes before the payload.
+    pub cmd_skip: Signal<In, Bits<16>>,
+    /// Payload bytes.
+    pub cmd_len: Signal<In, Bits<16>>,
+    /// Stream the payload (else discard the frame).
+    pub cmd_place: Signal<In, Bit>,
+    /// Buffered frame beats.
+    pub s_tdata: Signal<In, Bits<64>>,
+    /// Beat valid.
+    pub s_tvalid: Signal<In, Bit>,
+    /// Last beat of the frame.
+    pub s_tlast: Signal<In, Bit>,
+    /// The extractor takes the beat.
+    pub s_tready: Signal<Out, Bit>,
+    /// Payload out, packed from lane 0.
+    pub m_tdata: Signal<Out, Bits<64>>,
+    /// Byte enables.
+    pub m_tkeep: Signal<Out, Bits<8>>,
+    /// Beat valid.
+    pub m_tvalid: Signal<Out, Bit>,
+    /// Last payload beat.
+    pub m_tlast: Signal<Out, Bit>,
+    /// The DMA side takes the beat.
+    pub m_tready: Signal<In, Bit>,
+
+    phase: DFF<Phase>,
+    place: DFF<Bit>,
+    skip_beats: DFF<Bits<13>>,
+    shift: DFF<Bits<3>>,
+    remaining: DFF<Bits<16>>,
+    carry: DFF<Bits<64>>,
+    carry_bytes: DFF<Bits<4>>,
+    in_last_seen: DFF<Bit>,
+
+    combined: Signal<Local, Bits<64>>,
+    keep: Signal<Local, Bits<8>>,
+    out_bytes: Signal<Local, Bits<16>>,
+}
+
+impl Logic for RxPayload {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(
+            self,
+            clock,
+            phase,
+            place,
+            skip_beats,
+            shift,
+            remaining,
+            carry,
+            carry_bytes,
+            in_last_seen
+        );
+        self.cmd_ready.next = false;
+        self.s_tready.next = false;
+        self.m_tvalid.next = false;
+        self.m_tlast.next = false;
+        self.m_tdata.next = 0.into();
+        self.m_tkeep.next = 0.into();
+        // The carry's top bytes followed by the new beat.
+        self.combined.next = (self.carry.q.val()
+            >> (bits::<7>(64) - (bit_cast::<7, 4>(self.carry_bytes.q.val()) << 3_u64)))
+            | (self.s_tdata.val() << (bit_cast::<7, 4>(self.carry_bytes.q.val()) << 3_u64));
+        self.out_bytes.next = 8.into();
+        if self.remaining.q.val() < 8_u64 {
+            self.out_bytes.next = self.remaining.q.val();
+        }
+        self.keep.next = 0.into();
+        for i in 0_usize..8 {
+            if self.out_bytes.val() > i.to_bits::<16>() {
+                self.keep.next = self.keep.val().replace_bit(i, true);
+            }
+        }
+
+        match self.phase.q.val() {
+            Phase::Idle => {
+                self.cmd_ready.next = true;
+                if self.cmd_valid.val() {
+                    self.place.d.next = self.cmd_place.val();
+                    self.skip_beats.d.next = bit_cast::<13, 16>(self.cmd_skip.val() >> 3_u64);
+                    self.shift.d.next = bit_cast::<3, 16>(self.cmd_skip.val());
+                    self.remaining.d.next = self.cmd_len.val();
+                    self.in_last_seen.d.next = false;
+                    self.phase.d.next = Phase::Skip;
+                }
+            }
+            Phase::Skip => {
+                // Drop whole header beats; the beat holding the first payload byte becomes the
+                // carry (its bytes from `shift` on are payload).
+                self.s_tready.next = true;
+                if self.s_tvalid.val() {
+                    if self.skip_beats.q.val() == 0_u64 {
+                        self.carry.d.next = self.s_tdata.val();
+                        self.carry_bytes.d.next =
+                            bits::<4>(8) - bit_cast::<4, 3>(self.shift.q.val());
+                        self.phase.d.next = Phase::Emit;
+                    } else {
+                        self.skip_beats.d.next = self.skip_beats.q.val() - 1_u64;
+                    }
+                    if self.s_tlast.val() {
+                        self.in_last_seen.d.next = true;
+                        self.phase.d.next = Phase::Tail;
+                        if self.skip_beats.q.val() != 0_u64 {
+                            // Frame ended inside the headers: nothing to emit.
+                            self.remaining.d.next = 0.into();
+                        }
+                    }
+                    if !self.place.q.val() {
+                        self.phase.d.next = Phase::Drain;
+                        if self.s_tlast.val() {
+                            self.phase.d.next = Phase::Idle;
+                        }
+                    }
+                }
+            }
+            Phase::Emit => {
+                // Enough bytes in the carry alone for the rest of the payload: finish from it.
+                if bit_cast::<16, 4>(self.carry_bytes.q.val()) >= self.remaining.q.val() {
+                    self.phase.d.next = Phase::Tail;
+                } else {
+                    self.s_tready.next = self.m_tready.val();
+                    self.m_tvalid.next = self.s_tvalid.val();
+                    self.m_tdata.next = self.combined.val();
+                    self.m_tkeep.next = self.keep.val();
+                    self.m_tlast.next = self.remaining.q.val() <= 8_u64;
+                    if self.s_tvalid.val() & self.m_tready.val() {
+                        self.carry.d.next = self.s_tdata.val();
+                        self.remaining.d.next = self.remaining.q.val() - self.out_bytes.val();
+                        if self.s_tlast.val() {
+                            self.in_last_seen.d.next = true;
+                        }
+                        if self.remaining.q.val() <= 8_u64 {
+                            self.phase.d.next = Phase::Drain;
+                            if self.s_tlast.val() {
+                                self.phase.d.next = Phase::Idle;
+                            }
+                        } else if self.s_tlast.val() {
+                            self.phase.d.next = Phase::Tail;
+                        }
+                    }
+                }
+            }
+            Phase::Tail => {
+                // The rest of the payload sits in the carry (the frame may already be over).
+                if self.remaining.q.val() == 0_u64 {
+                    self.phase.d.next = Phase::Drain;
+                    if self.in_last_seen.q.val() {
+                        self.phase.d.next = Phase::Idle;
+                    }
+                } else {
+                    self.m_tvalid.next = true;
+                    self.m_tdata.next = self.carry.q.val()
+                        >> (bits::<7>(64) - (bit_cast::<7, 4>(self.carry_bytes.q.val()) << 3_u64));
+                    self.m_tkeep.next = self.keep.val();
+                    self.m_tlast.next = true;
+                    if self.m_tready.val() {
+                        self.remaining.d.next = 0.into();
+                        self.phase.d.next = Phase::Drain;
+                        if self.in_last_seen.q.val() {
+                            self.phase.d.next = Phase::Idle;
+                        }
+                    }
+                }
+            }
+            Phase::Drain => {
+                // Swallow the rest of the frame.
+                self.s_tready.next = true;
+                if self.s_tvalid.val() & self.s_tlast.val() {
+                    self.phase.d.next = Phase::Idle;
+                }
+            }
+            _ => {
+                self.phase.d.next = Phase::Idle;
+            }
+        }
+        if self.reset.val() {
+            self.phase.d.next = Phase::Idle;
+        }
+    }
+}
