@@ -155,6 +155,18 @@ fn main() {
         )
         .unwrap();
     }
+    // The generated Verilog of every block, for other simulators (Icarus) and tools.
+    writeln!(rust, "/// The generated Verilog of every block, by name.").unwrap();
+    writeln!(rust, "pub const VERILOG: &[(&str, &str)] = &[").unwrap();
+    for (name, verilog) in &blocks {
+        fs::write(out.join(format!("{name}.v")), verilog).unwrap();
+        writeln!(
+            rust,
+            "    ({name:?}, include_str!(concat!(env!(\"OUT_DIR\"), \"/{name}.v\"))),"
+        )
+        .unwrap();
+    }
+    writeln!(rust, "];").unwrap();
     let Some(root) = verilator_root() else {
         println!(
             "cargo:warning=verilator not found: RTL blocks unavailable (cargo xtask test installs it)"
@@ -207,7 +219,6 @@ fn main() {
     writeln!(rust, "}}\npub(crate) static BLOCKS: &[BlockInfo] = &[").unwrap();
     for (name, verilog) in &blocks {
         let vfile = out.join(format!("{name}.v"));
-        fs::write(&vfile, verilog).unwrap();
         let mdir = out.join(format!("vobj_{name}"));
         let _ = fs::remove_dir_all(&mdir);
         let mut cmd = Command::new("verilator");
