@@ -151,6 +151,27 @@ impl<N: Nic> Device<N> {
         }
     }
 
+    /// Reads one table entry back through the indirect window (the flow table returns the
+    /// cumulative FSN in word 0 and the SACK bitmap in words 1–8).
+    pub fn read_table(
+        &mut self,
+        table: TableId,
+        index: u32,
+    ) -> Result<[u32; TABLE_WORDS], DeviceError> {
+        self.nic.write_reg(regs::TABLE_INDEX, index);
+        self.nic
+            .write_reg(regs::TABLE_CMD, table as u32 | regs::TABLE_OP_READ);
+        match self.nic.read_reg(regs::TABLE_STATUS) {
+            regs::TABLE_STATUS_OK => {}
+            s => return Err(DeviceError::TableAccess(s)),
+        }
+        let mut out = [0u32; TABLE_WORDS];
+        for (i, w) in out.iter_mut().enumerate() {
+            *w = self.nic.read_reg(regs::TABLE_DATA + 4 * i as u32);
+        }
+        Ok(out)
+    }
+
     /// Programs memory region `index`; its rkey is `entry.rkey(index)`.
     pub fn set_region(&mut self, index: u32, entry: &RegionEntry) -> Result<(), DeviceError> {
         self.write_table(TableId::Region, index, &entry.to_words())

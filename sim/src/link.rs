@@ -115,6 +115,8 @@ pub struct Link {
     busy_until: [u64; 2],
     /// Last delivery time per (receiving side, path): keeps each path in order.
     last_arrival: Vec<u64>,
+    /// Paths that drop everything (a blackholed route), set with [`Link::set_path_down`].
+    down: Vec<bool>,
     stats: LinkStats,
 }
 
@@ -184,6 +186,7 @@ impl Link {
             ..Default::default()
         };
         let last_arrival = vec![0; 2 * cfg.paths.max(1) as usize];
+        let down = vec![false; cfg.paths.max(1) as usize];
         Link {
             cfg,
             rng,
@@ -191,7 +194,16 @@ impl Link {
             seq: 0,
             busy_until: [0; 2],
             last_arrival,
+            down,
             stats,
+        }
+    }
+
+    /// Blackholes path `path` (every frame taking it, either way, is lost and counted in
+    /// `lost`) or brings it back.
+    pub fn set_path_down(&mut self, path: u32, down: bool) {
+        if let Some(d) = self.down.get_mut(path as usize) {
+            *d = down;
         }
     }
 
@@ -221,6 +233,11 @@ impl Link {
             marked: false,
             duplicated: false,
         };
+        if self.down.get(path as usize).copied().unwrap_or(false) {
+            self.stats.lost += 1;
+            fate.lost = true;
+            return fate;
+        }
         if self.rng.chance(self.cfg.loss) {
             self.stats.lost += 1;
             fate.lost = true;

@@ -312,5 +312,41 @@ fn test() -> Result {
     if env::var_os("FERROCE_LONG").is_some() {
         t.env("PROPTEST_CASES", "20000");
     }
-    run(&mut t)
+    run_tests(&mut t)
+}
+
+/// Runs a test command, passing its output through, and closes with one summary line over
+/// every test binary: "tests: N passed, N failed, N skipped".
+fn run_tests(cmd: &mut Command) -> Result {
+    use std::io::{BufRead, BufReader};
+    eprintln!("+ {cmd:?}");
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    let (mut passed, mut failed, mut ignored) = (0u64, 0u64, 0u64);
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines() {
+            let line = line.map_err(|e| e.to_string())?;
+            println!("{line}");
+            if let Some(rest) = line.strip_prefix("test result: ") {
+                let count = |word: &str| {
+                    rest.split(';')
+                        .find_map(|part| part.trim().strip_suffix(word))
+                        .and_then(|n| n.trim().rsplit(' ').next()?.parse::<u64>().ok())
+                        .unwrap_or(0)
+                };
+                passed += count(" passed");
+                failed += count(" failed");
+                ignored += count(" ignored");
+            }
+        }
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    println!("tests: {passed} passed, {failed} failed, {ignored} skipped");
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed: {status}"))
+    }
 }

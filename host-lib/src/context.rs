@@ -1,0 +1,1530 @@
+//! The verbs-like API over one NIC: protection domains, memory regions, completion queues,
+//! connections with their CM exchange, posting, polling, and the driver loop
+//! ([`Context::progress`]) that moves descriptors and events between the NIC and the sans-IO
+//! core.
+
+use crate::core::{
+    ConnState, Connection, ConnectionParams, ConnectionStats, FailReason, FairShare, PathStats,
+    TagMode, TransportConfig, WorkCompletion, WorkRequest, WrKind,
+};
+use crate::error::{Error, Result};
+use ferroce_driver::{Device, Nic};
+use ferroce_proto::hsi::tables::{ACCESS_LOCAL_WRITE, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE};
+use ferroce_proto::hsi::{
+    ConnectionEntry, Counter, Event, MAX_PAYLOAD_LEN, RegionEntry, TableId, TableSizes,
+    TxDescriptor,
+};
+use ferroce_proto::wire::{
+    CmKind, CmRepr, EthernetAddress, FSN_MASK, Opcode, fsn_diff, transport::CM_LEN,
+};
+use std::collections::VecDeque;
+use std::net::IpAddr;
+
+/// Access rights of a memory region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Access(u8);
+
+impl Access {
+    /// No remote access, no NIC writes (a source buffer for Sends and Writes).
+    pub const NONE: Access = Access(0);
+    /// The NIC may write it on our behalf: needed for receive buffers.
+    pub const LOCAL_WRITE: Access = Access(ACCESS_LOCAL_WRITE);
+    /// Peers may RDMA Write into it.
+    pub const REMOTE_WRITE: Access = Access(ACCESS_REMOTE_WRITE);
+    /// Peers may RDMA Read it (reserved: ferroce has no Read yet).
+    pub const REMOTE_READ: Access = Access(ACCESS_REMOTE_READ);
+
+    /// The raw `ACCESS_*` bits of the region table.
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// Whether every right of `other` is granted.
+    pub fn contains(self, other: Access) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl core::ops::BitOr for Access {
+    type Output = Access;
+    fn bitor(self, rhs: Access) -> Access {
+        Access(self.0 | rhs.0)
+    }
+}
+
+/// A protection domain: regions and connections that may be used together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Pd(u32);
+
+/// A completion queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cq(u32);
+
+/// A connection (the queue pair of the verbs model, carrying many Tags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId(u32);
+
+impl ConnId {
+    /// The NIC connection id.
+    pub fn id(self) -> u32 {
+        self.0
+    }
+}
+
+/// A registered memory region. Its addresses are IO virtual addresses, which are what a peer
+/// writes to (`addr()` is what to send it with the rkey).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MemoryRegion {
+    index: u32,
+    key: u8,
+    pd: Pd,
+    addr: u64,
+    len: u64,
+    access: Access,
+}
+
+impl MemoryRegion {
+    /// Local key: names the region in [`Sge`]s.
+    pub fn lkey(&self) -> u32 {
+        self.index << 8 | self.key as u32
+    }
+    /// Remote key: what a peer puts in its Writes.
+    pub fn rkey(&self) -> u32 {
+        self.lkey()
+    }
+    /// First byte (IO virtual address).
+    pub fn addr(&self) -> u64 {
+        self.addr
+    }
+    /// Length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+    /// Whether the region is empty (never: registration refuses zero lengths).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Access rights.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+    /// The protection domain.
+    pub fn pd(&self) -> Pd {
+        self.pd
+    }
+    /// A scatter-gather element for `len` bytes at `offset` into the region (not checked
+    /// here; posting checks it).
+    pub fn sge(&self, offset: u64, len: u32) -> Sge {
+        Sge {
+            addr: self.addr.wrapping_add(offset),
+            len,
+            lkey: self.lkey(),
+        }
+    }
+}
+
+/// A local buffer: address, length and the lkey of the region holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Sge {
+    /// First byte (IO virtual address).
+    pub addr: u64,
+    /// Length.
+    pub len: u32,
+    /// Local key of the region.
+    pub lkey: u32,
+}
+
+/// A Send (SendImm with `imm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendRequest {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Tag.
+    pub tag: u16,
+    /// Local data.
+    pub sge: Sge,
+    /// Immediate data.
+    pub imm: Option<u32>,
+    /// Surface a successful completion (errors always surface).
+    pub signaled: bool,
+    /// Set the solicited-event bit.
+    pub solicited: bool,
+}
+
+/// An RDMA Write (WriteImm with `imm`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteRequest {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Tag.
+    pub tag: u16,
+    /// Local data.
+    pub sge: Sge,
+    /// Remote address of the first byte.
+    pub remote_addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// Immediate data (surfaces a completion at the peer).
+    pub imm: Option<u32>,
+    /// Surface a successful completion (errors always surface).
+    pub signaled: bool,
+}
+
+/// A receive buffer for the next Send on a Tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvRequest {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Tag.
+    pub tag: u16,
+    /// The buffer (its region needs [`Access::LOCAL_WRITE`]).
+    pub sge: Sge,
+}
+
+/// Paths and planes (the extension API).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathOptions {
+    /// Flows (paths) of the connection.
+    pub count: u16,
+    /// Entropies (UDP source ports) flows start on and move to; flow `i` starts on entry
+    /// `i`. Empty: a per-connection range of 64 ports from 49152.
+    pub entropies: Vec<u16>,
+    /// Planes (NIC ports). The TX descriptor has no port field yet, so only 1 is accepted.
+    pub planes: u8,
+}
+
+impl Default for PathOptions {
+    fn default() -> Self {
+        PathOptions {
+            count: 4,
+            entropies: Vec::new(),
+            planes: 1,
+        }
+    }
+}
+
+/// What [`Context::connect`] needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// Protection domain of the connection.
+    pub pd: Pd,
+    /// Where send-side completions go.
+    pub send_cq: Cq,
+    /// Where receive-side completions go.
+    pub recv_cq: Cq,
+    /// The peer's (next hop's) MAC.
+    pub peer_mac: EthernetAddress,
+    /// The peer's IP (same family as ours).
+    pub peer_ip: IpAddr,
+    /// Completion mode of each Tag (the Tag count is its length, 1–64).
+    pub tags: Vec<TagMode>,
+    /// Payload bytes per packet (1–8192).
+    pub mtu: u32,
+    /// Paths and planes.
+    pub paths: PathOptions,
+    /// 802.1Q TCI, if the link is tagged.
+    pub vlan_tci: Option<u16>,
+}
+
+impl ConnectOptions {
+    /// Four paths, one ordered Tag, 4096-byte MTU.
+    pub fn new(
+        pd: Pd,
+        send_cq: Cq,
+        recv_cq: Cq,
+        peer_mac: EthernetAddress,
+        peer_ip: IpAddr,
+    ) -> Self {
+        ConnectOptions {
+            pd,
+            send_cq,
+            recv_cq,
+            peer_mac,
+            peer_ip,
+            tags: vec![TagMode::Ordered],
+            mtu: 4096,
+            paths: PathOptions::default(),
+            vlan_tci: None,
+        }
+    }
+}
+
+/// A connection request from a peer, waiting for [`Context::accept`] or [`Context::reject`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectRequest {
+    id: u64,
+    /// The peer's IP.
+    pub peer_ip: IpAddr,
+    /// The peer's MAC.
+    pub peer_mac: EthernetAddress,
+    /// Paths it asks for.
+    pub paths: u16,
+    /// MTU it asks for.
+    pub mtu: u32,
+    /// Tag modes it asks for.
+    pub tags: Vec<TagMode>,
+    /// Its line rate (Mb/s).
+    pub peer_rate_mbps: u32,
+    vlan_tci: Option<u16>,
+    msg: CmRepr,
+}
+
+/// Where [`Context::accept`] puts the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AcceptOptions {
+    /// Protection domain.
+    pub pd: Pd,
+    /// Send-side completions.
+    pub send_cq: Cq,
+    /// Receive-side completions.
+    pub recv_cq: Cq,
+}
+
+/// Connection-management events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CmEvent {
+    /// A peer asks to connect (only while listening).
+    ConnectRequest(ConnectRequest),
+    /// The connection is established; both sides may transmit.
+    Established(ConnId),
+    /// The connection failed; its outstanding requests were flushed to the CQs.
+    Failed(ConnId, FailReason),
+}
+
+/// Device-wide settings.
+#[derive(Debug, Clone)]
+pub struct DeviceConfig {
+    /// Our MAC.
+    pub mac: EthernetAddress,
+    /// Our IP.
+    pub ip: IpAddr,
+    /// DSCP of transmitted packets.
+    pub dscp: u8,
+    /// Data packets per flow per coalesced ACK (NIC register).
+    pub ack_coalesce: u32,
+    /// Inbound capacity shared out by the rate hints (Mb/s).
+    pub inbound_capacity_mbps: u32,
+    /// How often the fair shares are recomputed (ns).
+    pub hint_interval_ns: u64,
+    /// A sender without progress this long is inactive (ns). Keep it above the queueing delay
+    /// an incast can build, or busy senders flap between active and inactive.
+    pub activity_timeout_ns: u64,
+    /// CM resend interval (ns).
+    pub cm_retry_ns: u64,
+    /// CM resends before a connect or accept gives up.
+    pub cm_retries: u32,
+    /// Seeds the initial FSNs.
+    pub fsn_seed: u32,
+    /// Transport knobs.
+    pub transport: TransportConfig,
+}
+
+impl DeviceConfig {
+    /// Defaults for the given addresses.
+    pub fn new(mac: EthernetAddress, ip: IpAddr) -> Self {
+        DeviceConfig {
+            mac,
+            ip,
+            dscp: 26,
+            ack_coalesce: 4,
+            inbound_capacity_mbps: 100_000,
+            hint_interval_ns: 5_000,
+            activity_timeout_ns: 100_000,
+            cm_retry_ns: 50_000,
+            cm_retries: 40,
+            fsn_seed: 0x00ff_ff00,
+            transport: TransportConfig::default(),
+        }
+    }
+}
+
+/// Counters of the driver loop.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContextStats {
+    /// TX descriptors posted.
+    pub descriptors: u64,
+    /// Doorbells (descriptor batches).
+    pub doorbells: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Events naming no known connection.
+    pub stray_events: u64,
+    /// CM messages sent.
+    pub cm_sent: u64,
+    /// Rate hints programmed.
+    pub hints_programmed: u64,
+    /// Events the NIC dropped because the event ring was full.
+    pub events_lost: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Requester,
+    Acceptor,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CmState {
+    /// Requester: waiting for the reply to `msg`.
+    AwaitReply {
+        next: u64,
+        tries: u32,
+    },
+    /// Acceptor: waiting for ReadyToUse (or any sign of the peer using the connection).
+    AwaitRtu {
+        next: u64,
+        tries: u32,
+    },
+    Established,
+    Failed,
+}
+
+#[derive(Debug)]
+struct ConnSlot {
+    core: Connection,
+    pd: Pd,
+    send_cq: Cq,
+    recv_cq: Cq,
+    role: Role,
+    cm: CmState,
+    /// Our last CM message (request or reply), resent on timeout.
+    cm_msg: CmRepr,
+    entry: ConnectionEntry,
+    rx_flow_cum: Vec<u32>,
+    rx_progress: u64,
+    cm_entropy: u16,
+    reported: bool,
+}
+
+#[derive(Debug)]
+struct CqState {
+    entries: VecDeque<WorkCompletion>,
+    capacity: usize,
+    overflowed: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct MrState {
+    mr: MemoryRegion,
+}
+
+/// Allocates runs of consecutive table entries.
+#[derive(Debug, Clone)]
+struct RangeAlloc {
+    used: Vec<bool>,
+}
+
+impl RangeAlloc {
+    fn new(n: u32) -> Self {
+        RangeAlloc {
+            used: vec![false; n as usize],
+        }
+    }
+    fn alloc(&mut self, n: usize) -> Option<u32> {
+        if n == 0 || n > self.used.len() {
+            return None;
+        }
+        let mut run = 0;
+        for i in 0..self.used.len() {
+            run = if self.used[i] { 0 } else { run + 1 };
+            if run == n {
+                let start = i + 1 - n;
+                self.used[start..=i].fill(true);
+                return Some(start as u32);
+            }
+        }
+        None
+    }
+}
+
+/// Number of CM message buffers (a ring; a buffer is reused only after as many later CM sends,
+/// by which time the NIC has long fetched the descriptor that pointed at it).
+const CM_SLOTS: u64 = 256;
+/// Connection id 0 is kept for sending Rejects to peers we have no connection with.
+const SCRATCH_CONN: u32 = 0;
+/// First ephemeral entropy.
+const ENTROPY_BASE: u16 = 49152;
+
+fn ip16(ip: IpAddr) -> [u8; 16] {
+    match ip {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+        IpAddr::V6(v6) => v6.octets(),
+    }
+}
+
+fn ip_from16(b: [u8; 16], v6: bool) -> IpAddr {
+    let a = std::net::Ipv6Addr::from(b);
+    if v6 {
+        IpAddr::V6(a)
+    } else {
+        a.to_ipv4_mapped().map_or(IpAddr::V6(a), IpAddr::V4)
+    }
+}
+
+fn tag_modes_bits(tags: &[TagMode]) -> u64 {
+    tags.iter()
+        .take(64)
+        .enumerate()
+        .filter(|(_, m)| **m == TagMode::Ordered)
+        .fold(0, |acc, (i, _)| acc | 1 << i)
+}
+
+fn tag_modes_from(bits: u64, count: u16) -> Vec<TagMode> {
+    (0..count.min(64))
+        .map(|i| {
+            if bits >> i & 1 != 0 {
+                TagMode::Ordered
+            } else {
+                TagMode::Unordered
+            }
+        })
+        .collect()
+}
+
+/// One NIC with everything the host library keeps for it.
+#[derive(Debug)]
+pub struct Context<N: Nic> {
+    dev: Device<N>,
+    cfg: DeviceConfig,
+    sizes: TableSizes,
+    pds: Vec<bool>,
+    mrs: Vec<Option<MrState>>,
+    mr_keys: Vec<u8>,
+    cqs: Vec<Option<CqState>>,
+    conns: Vec<Option<ConnSlot>>,
+    flows: RangeAlloc,
+    tags: RangeAlloc,
+    listening: bool,
+    incoming: Vec<ConnectRequest>,
+    next_request_id: u64,
+    cm_events: VecDeque<CmEvent>,
+    cm_buf: u64,
+    cm_slot: u64,
+    events: Vec<Event>,
+    descs: Vec<TxDescriptor>,
+    fair: FairShare,
+    next_hint_at: u64,
+    fsn_state: u32,
+    now: u64,
+    stats: ContextStats,
+}
+
+impl<N: Nic> Context<N> {
+    /// Opens a NIC (any backend behind [`Nic`]): checks it, sets up the rings, programs our
+    /// MAC and the ACK coalescing.
+    pub fn open(nic: N, cfg: DeviceConfig) -> Result<Self> {
+        let mut dev = Device::open(nic)?;
+        dev.set_mac(cfg.mac);
+        dev.set_ack_coalesce(cfg.ack_coalesce.max(1));
+        let sizes = dev.sizes();
+        let cm_buf = dev.nic().alloc_dma(CM_LEN * CM_SLOTS as usize, 64)?;
+        let fair = FairShare::new(cfg.inbound_capacity_mbps, cfg.activity_timeout_ns);
+        let mut conns = Vec::new();
+        conns.resize_with(sizes.connections as usize, || None);
+        let mut cqs = Vec::new();
+        cqs.resize_with(0, || None);
+        Ok(Context {
+            fsn_state: cfg.fsn_seed,
+            dev,
+            sizes,
+            pds: Vec::new(),
+            mrs: vec![None; sizes.regions as usize],
+            mr_keys: vec![0; sizes.regions as usize],
+            cqs,
+            conns,
+            flows: RangeAlloc::new(sizes.flows),
+            tags: RangeAlloc::new(sizes.tags),
+            listening: false,
+            incoming: Vec::new(),
+            next_request_id: 1,
+            cm_events: VecDeque::new(),
+            cm_buf,
+            cm_slot: 0,
+            events: Vec::new(),
+            descs: Vec::new(),
+            fair,
+            next_hint_at: 0,
+            now: 0,
+            stats: ContextStats::default(),
+            cfg,
+        })
+    }
+
+    /// The driver.
+    pub fn device(&mut self) -> &mut Device<N> {
+        &mut self.dev
+    }
+
+    /// The backend (a simulated NIC's wire side is reached through this).
+    pub fn nic_mut(&mut self) -> &mut N {
+        self.dev.nic()
+    }
+
+    /// The NIC's table sizes.
+    pub fn sizes(&self) -> TableSizes {
+        self.sizes
+    }
+
+    /// Driver-loop counters.
+    pub fn stats(&self) -> ContextStats {
+        self.stats
+    }
+
+    /// The device configuration.
+    pub fn config(&self) -> &DeviceConfig {
+        &self.cfg
+    }
+
+    // ---- protection domains, memory, completion queues ----
+
+    /// Allocates a protection domain.
+    pub fn alloc_pd(&mut self) -> Pd {
+        self.pds.push(true);
+        Pd(self.pds.len() as u32 - 1)
+    }
+
+    fn check_pd(&self, pd: Pd) -> Result<()> {
+        match self.pds.get(pd.0 as usize) {
+            Some(true) => Ok(()),
+            _ => Err(Error::InvalidHandle),
+        }
+    }
+
+    /// Frees a protection domain that no region or connection uses.
+    pub fn dealloc_pd(&mut self, pd: Pd) -> Result<()> {
+        self.check_pd(pd)?;
+        let used = self.mrs.iter().flatten().any(|m| m.mr.pd == pd)
+            || self.conns.iter().flatten().any(|c| c.pd == pd);
+        if used {
+            return Err(Error::Busy);
+        }
+        self.pds[pd.0 as usize] = false;
+        Ok(())
+    }
+
+    /// Allocates `len` bytes of DMA memory and registers them as a region with `access`.
+    pub fn reg_mr(&mut self, pd: Pd, len: u64, access: Access) -> Result<MemoryRegion> {
+        self.check_pd(pd)?;
+        if len == 0 || len > usize::MAX as u64 {
+            return Err(Error::InvalidArgument("region length"));
+        }
+        // Region 0 stays unused so that an all-zero rkey never names a region.
+        let index = (1..self.mrs.len())
+            .find(|&i| self.mrs[i].is_none())
+            .ok_or(Error::ResourcesExhausted("memory region entries"))?;
+        let addr = self.dev.nic().alloc_dma(len as usize, 4096)?;
+        // A fresh key byte per use of the slot revokes rkeys of an earlier region there.
+        let key = self.mr_keys[index].wrapping_add(1).max(1);
+        self.mr_keys[index] = key;
+        let entry = RegionEntry {
+            valid: true,
+            key,
+            access: access.bits(),
+            base: addr,
+            length: len,
+        };
+        self.dev.set_region(index as u32, &entry)?;
+        let mr = MemoryRegion {
+            index: index as u32,
+            key,
+            pd,
+            addr,
+            len,
+            access,
+        };
+        self.mrs[index] = Some(MrState { mr });
+        Ok(mr)
+    }
+
+    /// Deregisters a region: its rkey stops working at once. (The simulated DMA memory is not
+    /// returned to the backend; the `Nic` trait has no free yet.)
+    pub fn dereg_mr(&mut self, mr: &MemoryRegion) -> Result<()> {
+        self.find_mr(mr.lkey())?;
+        self.dev.set_region(mr.index, &RegionEntry::default())?;
+        self.mrs[mr.index as usize] = None;
+        Ok(())
+    }
+
+    fn find_mr(&self, lkey: u32) -> Result<MemoryRegion> {
+        match self.mrs.get((lkey >> 8) as usize) {
+            Some(Some(m)) if m.mr.lkey() == lkey => Ok(m.mr),
+            _ => Err(Error::InvalidLkey(lkey)),
+        }
+    }
+
+    fn check_range(mr: &MemoryRegion, offset: u64, len: usize) -> Result<u64> {
+        let end = offset.checked_add(len as u64);
+        match end {
+            Some(e) if e <= mr.len => Ok(mr.addr + offset),
+            _ => Err(Error::LocalRangeOutOfBounds {
+                addr: mr.addr.wrapping_add(offset),
+                len: len as u64,
+            }),
+        }
+    }
+
+    /// Host CPU write into a region (through the backend; hardware memory is only touched
+    /// through the DMA mapping).
+    pub fn write_mr(&mut self, mr: &MemoryRegion, offset: u64, data: &[u8]) -> Result<()> {
+        let mr = self.find_mr(mr.lkey())?;
+        let addr = Self::check_range(&mr, offset, data.len())?;
+        self.dev.nic().write_dma(addr, data)?;
+        Ok(())
+    }
+
+    /// Host CPU read from a region.
+    pub fn read_mr(&mut self, mr: &MemoryRegion, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let mr = self.find_mr(mr.lkey())?;
+        let addr = Self::check_range(&mr, offset, buf.len())?;
+        self.dev.nic().read_dma(addr, buf)?;
+        Ok(())
+    }
+
+    /// Creates a completion queue sized for `capacity` completions.
+    pub fn create_cq(&mut self, capacity: usize) -> Result<Cq> {
+        if capacity == 0 {
+            return Err(Error::InvalidArgument("CQ capacity"));
+        }
+        self.cqs.push(Some(CqState {
+            entries: VecDeque::with_capacity(capacity.min(1 << 16)),
+            capacity,
+            overflowed: false,
+        }));
+        Ok(Cq(self.cqs.len() as u32 - 1))
+    }
+
+    /// Moves up to `max` completions of `cq` into `out`; returns how many. Reports
+    /// [`Error::CqOverflow`] once if the queue ever held more than its capacity (nothing is
+    /// dropped).
+    pub fn poll_cq(&mut self, cq: Cq, max: usize, out: &mut Vec<WorkCompletion>) -> Result<usize> {
+        let q = self
+            .cqs
+            .get_mut(cq.0 as usize)
+            .and_then(Option::as_mut)
+            .ok_or(Error::InvalidHandle)?;
+        if q.overflowed {
+            q.overflowed = false;
+            return Err(Error::CqOverflow);
+        }
+        let n = max.min(q.entries.len());
+        out.extend(q.entries.drain(..n));
+        Ok(n)
+    }
+
+    fn push_cq(&mut self, cq: Cq, wc: WorkCompletion) {
+        if let Some(Some(q)) = self.cqs.get_mut(cq.0 as usize) {
+            if q.entries.len() >= q.capacity {
+                q.overflowed = true;
+            }
+            q.entries.push_back(wc);
+        }
+    }
+
+    // ---- connections ----
+
+    fn next_fsn(&mut self) -> u32 {
+        self.fsn_state = self
+            .fsn_state
+            .wrapping_mul(1_664_525)
+            .wrapping_add(1_013_904_223);
+        // Start close below the wrap now and then, so the 24-bit arithmetic is exercised.
+        (self.fsn_state >> 8) & FSN_MASK
+    }
+
+    fn check_cq(&self, cq: Cq) -> Result<()> {
+        match self.cqs.get(cq.0 as usize) {
+            Some(Some(_)) => Ok(()),
+            _ => Err(Error::InvalidHandle),
+        }
+    }
+
+    fn alloc_conn_id(&self) -> Result<u32> {
+        (1..self.conns.len())
+            .find(|&i| self.conns[i].is_none())
+            .map(|i| i as u32)
+            .ok_or(Error::ResourcesExhausted("connection ids"))
+    }
+
+    fn entropies_for(&self, id: u32, paths: &PathOptions) -> Vec<u16> {
+        if paths.entropies.is_empty() {
+            let base = ENTROPY_BASE.wrapping_add(((id as u16) % 256) * 64);
+            (0..64).map(|i| base.wrapping_add(i)).collect()
+        } else {
+            paths.entropies.clone()
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn setup_entry(
+        &mut self,
+        id: u32,
+        peer_conn: u32,
+        peer_mac: EthernetAddress,
+        peer_ip: IpAddr,
+        vlan_tci: Option<u16>,
+        flows: u16,
+        tags: u16,
+    ) -> Result<ConnectionEntry> {
+        let flow_base = self
+            .flows
+            .alloc(flows as usize)
+            .ok_or(Error::ResourcesExhausted("flow entries"))?;
+        let tag_base = match self.tags.alloc(tags as usize) {
+            Some(t) => t,
+            None => {
+                self.flows.used[flow_base as usize..(flow_base + flows as u32) as usize]
+                    .fill(false);
+                return Err(Error::ResourcesExhausted("Tag contexts"));
+            }
+        };
+        let entry = ConnectionEntry {
+            valid: true,
+            ipv6: peer_ip.is_ipv6(),
+            vlan_tci,
+            dscp: self.cfg.dscp,
+            peer_conn,
+            flow_base: flow_base as u16,
+            flow_count: flows,
+            tag_base: tag_base as u16,
+            tag_count: tags,
+            peer_mac,
+            local_ip: ip16(self.cfg.ip),
+            peer_ip: ip16(peer_ip),
+            rate_hint_mbps: self.cfg.inbound_capacity_mbps,
+        };
+        self.dev.set_connection(id, &entry)?;
+        for t in 0..tags as u32 {
+            self.dev.reset_tag(tag_base + t)?;
+        }
+        Ok(entry)
+    }
+
+    fn release_entry(&mut self, entry: &ConnectionEntry) {
+        let f = entry.flow_base as usize;
+        let t = entry.tag_base as usize;
+        if let Some(s) = self.flows.used.get_mut(f..f + entry.flow_count as usize) {
+            s.fill(false);
+        }
+        if let Some(s) = self.tags.used.get_mut(t..t + entry.tag_count as usize) {
+            s.fill(false);
+        }
+    }
+
+    fn validate_shape(&self, tags: usize, mtu: u32, paths: u16) -> Result<()> {
+        if tags == 0 || tags > 64 {
+            return Err(Error::InvalidArgument("Tag count must be 1–64"));
+        }
+        if mtu == 0 || mtu > MAX_PAYLOAD_LEN {
+            return Err(Error::InvalidArgument("MTU must be 1–8192"));
+        }
+        if paths == 0 {
+            return Err(Error::InvalidArgument("path count must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// Starts connecting to a peer: programs the connection, sends the CM request (and resends
+    /// it until answered). Requests may be posted at once; they leave when the connection is
+    /// established ([`CmEvent::Established`]).
+    pub fn connect(&mut self, opts: &ConnectOptions) -> Result<ConnId> {
+        self.check_pd(opts.pd)?;
+        self.check_cq(opts.send_cq)?;
+        self.check_cq(opts.recv_cq)?;
+        self.validate_shape(opts.tags.len(), opts.mtu, opts.paths.count)?;
+        if opts.paths.planes != 1 {
+            return Err(Error::Unsupported(
+                "more than one plane: the TX descriptor has no port field",
+            ));
+        }
+        if opts.peer_ip.is_ipv6() != self.cfg.ip.is_ipv6() {
+            return Err(Error::InvalidArgument("peer IP family differs from ours"));
+        }
+        if !opts.paths.entropies.is_empty()
+            && opts.paths.entropies.len() < opts.paths.count as usize
+        {
+            return Err(Error::InvalidArgument("fewer entropies than paths"));
+        }
+        let id = self.alloc_conn_id()?;
+        let entry = self.setup_entry(
+            id,
+            0,
+            opts.peer_mac,
+            opts.peer_ip,
+            opts.vlan_tci,
+            opts.paths.count,
+            opts.tags.len() as u16,
+        )?;
+        let tx_fsn = self.next_fsn();
+        let entropies = self.entropies_for(id, &opts.paths);
+        let params = ConnectionParams {
+            local_conn: id,
+            flows: opts.paths.count,
+            mtu: opts.mtu,
+            tag_modes: opts.tags.clone(),
+            tx_initial_fsn: tx_fsn,
+            msg_slots: self.sizes.msg_slots,
+            recv_depth: self.sizes.recv_depth,
+            entropies: entropies.clone(),
+        };
+        let request = CmRepr {
+            kind: CmKind::Request,
+            flags: 0,
+            path_count: opts.paths.count,
+            src_conn: id,
+            dst_conn: 0,
+            mtu: opts.mtu as u16,
+            tag_count: opts.tags.len() as u16,
+            initial_fsn: tx_fsn,
+            rate_mbps: self.cfg.transport.line_rate_mbps,
+            tag_modes: tag_modes_bits(&opts.tags),
+        };
+        let core = Connection::new(params, self.cfg.transport.clone(), self.now);
+        self.conns[id as usize] = Some(ConnSlot {
+            core,
+            pd: opts.pd,
+            send_cq: opts.send_cq,
+            recv_cq: opts.recv_cq,
+            role: Role::Requester,
+            cm: CmState::AwaitReply {
+                next: self.now + self.cfg.cm_retry_ns,
+                tries: 0,
+            },
+            cm_msg: request,
+            entry,
+            rx_flow_cum: vec![0; opts.paths.count as usize],
+            rx_progress: 0,
+            cm_entropy: entropies[0],
+            reported: false,
+        });
+        self.send_cm(id, entropies[0], request)?;
+        Ok(ConnId(id))
+    }
+
+    /// Accept (or stop accepting) connection requests; they arrive as
+    /// [`CmEvent::ConnectRequest`]. While not listening, requests are rejected.
+    pub fn listen(&mut self, on: bool) {
+        self.listening = on;
+    }
+
+    /// Accepts a request: programs the connection with the requested paths, MTU and Tag modes,
+    /// and replies. Requests may be posted at once; they leave when the peer confirms.
+    pub fn accept(&mut self, req: &ConnectRequest, opts: &AcceptOptions) -> Result<ConnId> {
+        self.check_pd(opts.pd)?;
+        self.check_cq(opts.send_cq)?;
+        self.check_cq(opts.recv_cq)?;
+        let pos = self
+            .incoming
+            .iter()
+            .position(|r| r.id == req.id)
+            .ok_or(Error::InvalidHandle)?;
+        let req = self.incoming[pos].clone();
+        let msg = req.msg;
+        self.validate_shape(msg.tag_count as usize, msg.mtu as u32, msg.path_count)?;
+        let id = self.alloc_conn_id()?;
+        let entry = self.setup_entry(
+            id,
+            msg.src_conn,
+            req.peer_mac,
+            req.peer_ip,
+            req.vlan_tci,
+            msg.path_count,
+            msg.tag_count,
+        )?;
+        self.incoming.remove(pos);
+        for f in 0..msg.path_count as u32 {
+            self.dev
+                .init_flow(entry.flow_base as u32 + f, msg.initial_fsn)?;
+        }
+        let tx_fsn = self.next_fsn();
+        let entropies = self.entropies_for(id, &PathOptions::default());
+        let params = ConnectionParams {
+            local_conn: id,
+            flows: msg.path_count,
+            mtu: msg.mtu as u32,
+            tag_modes: req.tags.clone(),
+            tx_initial_fsn: tx_fsn,
+            msg_slots: self.sizes.msg_slots,
+            recv_depth: self.sizes.recv_depth,
+            entropies: entropies.clone(),
+        };
+        let reply = CmRepr {
+            kind: CmKind::Reply,
+            src_conn: id,
+            dst_conn: msg.src_conn,
+            initial_fsn: tx_fsn,
+            rate_mbps: self.cfg.transport.line_rate_mbps,
+            ..msg
+        };
+        let core = Connection::new(params, self.cfg.transport.clone(), self.now);
+        self.fair.add_sender(id, msg.rate_mbps);
+        self.conns[id as usize] = Some(ConnSlot {
+            core,
+            pd: opts.pd,
+            send_cq: opts.send_cq,
+            recv_cq: opts.recv_cq,
+            role: Role::Acceptor,
+            cm: CmState::AwaitRtu {
+                next: self.now + self.cfg.cm_retry_ns,
+                tries: 0,
+            },
+            cm_msg: reply,
+            entry,
+            rx_flow_cum: vec![msg.initial_fsn; msg.path_count as usize],
+            rx_progress: 0,
+            cm_entropy: entropies[0],
+            reported: false,
+        });
+        self.send_cm(id, entropies[0], reply)?;
+        Ok(ConnId(id))
+    }
+
+    /// Rejects a request.
+    pub fn reject(&mut self, req: &ConnectRequest) -> Result<()> {
+        let pos = self
+            .incoming
+            .iter()
+            .position(|r| r.id == req.id)
+            .ok_or(Error::InvalidHandle)?;
+        let req = self.incoming.remove(pos);
+        self.send_reject(&req)
+    }
+
+    fn send_reject(&mut self, req: &ConnectRequest) -> Result<()> {
+        // A Reject needs a connection entry to address it: the scratch entry.
+        let entry = ConnectionEntry {
+            valid: true,
+            ipv6: req.peer_ip.is_ipv6(),
+            vlan_tci: req.vlan_tci,
+            dscp: self.cfg.dscp,
+            peer_conn: req.msg.src_conn,
+            peer_mac: req.peer_mac,
+            local_ip: ip16(self.cfg.ip),
+            peer_ip: ip16(req.peer_ip),
+            ..Default::default()
+        };
+        self.dev.set_connection(SCRATCH_CONN, &entry)?;
+        let reject = CmRepr {
+            kind: CmKind::Reject,
+            src_conn: 0,
+            dst_conn: req.msg.src_conn,
+            ..req.msg
+        };
+        self.send_cm(SCRATCH_CONN, ENTROPY_BASE, reject)
+    }
+
+    /// Destroys a connection: flushes whatever is outstanding to its CQs, invalidates its NIC
+    /// entry (the NIC drops its packets from then on) and frees its flows and Tag contexts.
+    /// The handle becomes invalid. (No disconnect message is exchanged yet: destroy both ends.)
+    pub fn destroy_connection(&mut self, c: ConnId) -> Result<()> {
+        let mut s = self
+            .conns
+            .get_mut(c.0 as usize)
+            .and_then(Option::take)
+            .ok_or(Error::InvalidHandle)?;
+        s.core.fail(FailReason::Disconnected);
+        while let Some(wc) = s.core.poll_completion() {
+            let cq = if wc.opcode.is_recv() {
+                s.recv_cq
+            } else {
+                s.send_cq
+            };
+            self.push_cq(cq, wc);
+        }
+        self.fair.remove_sender(c.0);
+        self.dev.set_connection(c.0, &ConnectionEntry::default())?;
+        self.release_entry(&s.entry);
+        Ok(())
+    }
+
+    /// Next connection-management event.
+    pub fn poll_cm(&mut self) -> Option<CmEvent> {
+        self.cm_events.pop_front()
+    }
+
+    fn slot(&self, c: ConnId) -> Result<&ConnSlot> {
+        self.conns
+            .get(c.0 as usize)
+            .and_then(Option::as_ref)
+            .ok_or(Error::InvalidHandle)
+    }
+
+    fn slot_mut(&mut self, c: ConnId) -> Result<&mut ConnSlot> {
+        self.conns
+            .get_mut(c.0 as usize)
+            .and_then(Option::as_mut)
+            .ok_or(Error::InvalidHandle)
+    }
+
+    /// A connection's state.
+    pub fn conn_state(&self, c: ConnId) -> Result<ConnState> {
+        Ok(self.slot(c)?.core.state())
+    }
+
+    /// A connection's counters.
+    pub fn conn_stats(&self, c: ConnId) -> Result<ConnectionStats> {
+        Ok(*self.slot(c)?.core.stats())
+    }
+
+    /// The paths of a connection: entropy, RTT, window, rate, health (the extension API).
+    pub fn paths(&self, c: ConnId) -> Result<Vec<PathStats>> {
+        Ok(self.slot(c)?.core.paths())
+    }
+
+    /// The rate hint our NIC currently stamps on ACKs of this connection (Mb/s).
+    pub fn rate_hint(&self, c: ConnId) -> Result<u32> {
+        Ok(self
+            .fair
+            .hint(c.0)
+            .unwrap_or(self.slot(c)?.entry.rate_hint_mbps))
+    }
+
+    fn local_addr(&self, pd: Pd, sge: &Sge, need: Access) -> Result<u64> {
+        let mr = self.find_mr(sge.lkey)?;
+        if mr.pd != pd {
+            return Err(Error::InvalidLkey(sge.lkey));
+        }
+        if !mr.access.contains(need) {
+            return Err(Error::AccessDenied);
+        }
+        let off = sge
+            .addr
+            .checked_sub(mr.addr)
+            .ok_or(Error::LocalRangeOutOfBounds {
+                addr: sge.addr,
+                len: sge.len as u64,
+            })?;
+        Self::check_range(&mr, off, sge.len as usize)
+    }
+
+    fn post_core(&mut self, c: ConnId, wr: WorkRequest) -> Result<()> {
+        let slot = self.slot_mut(c)?;
+        if let ConnState::Failed(r) = slot.core.state() {
+            return Err(Error::NotConnected(Some(r)));
+        }
+        slot.core.post(wr)?;
+        Ok(())
+    }
+
+    /// Posts a Send on a Tag: it fills the peer's next posted receive of that Tag.
+    pub fn post_send(&mut self, c: ConnId, wr: &SendRequest) -> Result<()> {
+        let pd = self.slot(c)?.pd;
+        let local_addr = self.local_addr(pd, &wr.sge, Access::NONE)?;
+        self.post_core(
+            c,
+            WorkRequest {
+                wr_id: wr.wr_id,
+                tag: wr.tag,
+                local_addr,
+                len: wr.sge.len,
+                kind: WrKind::Send { imm: wr.imm },
+                signaled: wr.signaled,
+                solicited: wr.solicited,
+            },
+        )
+    }
+
+    /// Posts an RDMA Write on a Tag.
+    pub fn post_write(&mut self, c: ConnId, wr: &WriteRequest) -> Result<()> {
+        let pd = self.slot(c)?.pd;
+        let local_addr = self.local_addr(pd, &wr.sge, Access::NONE)?;
+        if wr.remote_addr.checked_add(wr.sge.len as u64).is_none() {
+            return Err(Error::InvalidArgument("remote range wraps"));
+        }
+        self.post_core(
+            c,
+            WorkRequest {
+                wr_id: wr.wr_id,
+                tag: wr.tag,
+                local_addr,
+                len: wr.sge.len,
+                kind: WrKind::Write {
+                    remote_va: wr.remote_addr,
+                    rkey: wr.rkey,
+                    imm: wr.imm,
+                },
+                signaled: wr.signaled,
+                solicited: false,
+            },
+        )
+    }
+
+    /// Posts a receive buffer on a Tag: it takes the Tag's next Send.
+    pub fn post_recv(&mut self, c: ConnId, wr: &RecvRequest) -> Result<()> {
+        let pd = self.slot(c)?.pd;
+        let addr = self.local_addr(pd, &wr.sge, Access::LOCAL_WRITE)?;
+        let slot = self.slot_mut(c)?;
+        if let ConnState::Failed(r) = slot.core.state() {
+            return Err(Error::NotConnected(Some(r)));
+        }
+        let ssn = slot.core.post_recv(wr.tag, wr.wr_id, addr, wr.sge.len)?;
+        let tag_ctx = slot.entry.tag_base as u32 + wr.tag as u32;
+        self.dev.post_recv(tag_ctx, ssn, addr, wr.sge.len)?;
+        Ok(())
+    }
+
+    /// An execution fence: requests posted after it start only when every request posted
+    /// before it on this connection has completed.
+    pub fn fence(&mut self, c: ConnId) -> Result<()> {
+        let slot = self.slot_mut(c)?;
+        if let ConnState::Failed(r) = slot.core.state() {
+            return Err(Error::NotConnected(Some(r)));
+        }
+        slot.core.fence()?;
+        Ok(())
+    }
+
+    // ---- the driver loop ----
+
+    fn send_cm(&mut self, conn: u32, entropy: u16, msg: CmRepr) -> Result<()> {
+        let addr = self.cm_buf + (self.cm_slot % CM_SLOTS) * CM_LEN as u64;
+        self.cm_slot += 1;
+        self.dev.nic().write_dma(addr, &msg.to_bytes())?;
+        let d = TxDescriptor {
+            opcode: Opcode::Cm as u8,
+            conn,
+            entropy,
+            payload_len: CM_LEN as u32,
+            local_addr: addr,
+            ..Default::default()
+        };
+        self.dev.post(&[d])?;
+        self.stats.cm_sent += 1;
+        self.stats.doorbells += 1;
+        Ok(())
+    }
+
+    fn established(&mut self, id: u32) {
+        let now = self.now;
+        if let Some(Some(s)) = self.conns.get_mut(id as usize)
+            && matches!(s.cm, CmState::AwaitReply { .. } | CmState::AwaitRtu { .. })
+        {
+            s.cm = CmState::Established;
+            s.core.set_ready(now);
+            self.cm_events.push_back(CmEvent::Established(ConnId(id)));
+        }
+    }
+
+    fn handle_cm(&mut self, ev: &Event) -> Result<()> {
+        let Event::Cm {
+            src_ip,
+            ipv6,
+            src_mac,
+            vlan_tci,
+            msg,
+            ..
+        } = *ev
+        else {
+            return Ok(());
+        };
+        let peer_ip = ip_from16(src_ip, ipv6);
+        match msg.kind {
+            CmKind::Request => {
+                // A resent request for a connection we already accepted: resend the reply.
+                let existing = self.conns.iter().flatten().find(|s| {
+                    s.role == Role::Acceptor
+                        && s.entry.peer_conn == msg.src_conn
+                        && s.entry.peer_ip == src_ip
+                });
+                if let Some(s) = existing {
+                    let (id, e, reply) = (s.core.params().local_conn, s.cm_entropy, s.cm_msg);
+                    return self.send_cm(id, e, reply);
+                }
+                let req = ConnectRequest {
+                    id: 0,
+                    peer_ip,
+                    peer_mac: src_mac,
+                    paths: msg.path_count,
+                    mtu: msg.mtu as u32,
+                    tags: tag_modes_from(msg.tag_modes, msg.tag_count),
+                    peer_rate_mbps: msg.rate_mbps,
+                    vlan_tci,
+                    msg,
+                };
+                if !self.listening || msg.tag_count == 0 || msg.tag_count > 64 {
+                    return self.send_reject(&req);
+                }
+                if self
+                    .incoming
+                    .iter()
+                    .any(|r| r.msg.src_conn == msg.src_conn && r.peer_ip == peer_ip)
+                {
+                    return Ok(());
+                }
+                let req = ConnectRequest {
+                    id: self.next_request_id,
+                    ..req
+                };
+                self.next_request_id += 1;
+                self.incoming.push(req.clone());
+                self.cm_events.push_back(CmEvent::ConnectRequest(req));
+            }
+            CmKind::Reply => {
+                let id = msg.dst_conn;
+                let Some(Some(s)) = self.conns.get_mut(id as usize) else {
+                    return Ok(());
+                };
+                if s.role != Role::Requester || s.entry.peer_ip != src_ip {
+                    return Ok(());
+                }
+                match s.cm {
+                    CmState::AwaitReply { .. } => {
+                        let ours = s.cm_msg;
+                        if msg.path_count != ours.path_count
+                            || msg.tag_count != ours.tag_count
+                            || msg.mtu != ours.mtu
+                        {
+                            // The acceptor changed the shape: we only accept what we asked.
+                            s.cm = CmState::Failed;
+                            s.core.fail(FailReason::Rejected);
+                            return Ok(());
+                        }
+                        s.entry.peer_conn = msg.src_conn;
+                        let entry = s.entry;
+                        let rtu = CmRepr {
+                            kind: CmKind::ReadyToUse,
+                            src_conn: id,
+                            dst_conn: msg.src_conn,
+                            ..ours
+                        };
+                        s.cm_msg = rtu;
+                        s.rx_flow_cum = vec![msg.initial_fsn; ours.path_count as usize];
+                        let e = s.cm_entropy;
+                        self.fair.add_sender(id, msg.rate_mbps);
+                        self.dev.set_connection(id, &entry)?;
+                        for f in 0..entry.flow_count as u32 {
+                            self.dev
+                                .init_flow(entry.flow_base as u32 + f, msg.initial_fsn)?;
+                        }
+                        self.send_cm(id, e, rtu)?;
+                        self.established(id);
+                    }
+                    CmState::Established => {
+                        // Our ReadyToUse was lost: send it again.
+                        let (e, rtu) = (s.cm_entropy, s.cm_msg);
+                        self.send_cm(id, e, rtu)?;
+                    }
+                    _ => {}
+                }
+            }
+            CmKind::ReadyToUse => {
+                let id = msg.dst_conn;
+                if let Some(Some(s)) = self.conns.get(id as usize)
+                    && s.role == Role::Acceptor
+                    && s.entry.peer_conn == msg.src_conn
+                {
+                    self.established(id);
+                }
+            }
+            CmKind::Reject => {
+                let id = msg.dst_conn;
+                if let Some(Some(s)) = self.conns.get_mut(id as usize)
+                    && s.role == Role::Requester
+                    && matches!(s.cm, CmState::AwaitReply { .. })
+                {
+                    s.cm = CmState::Failed;
+                    s.core.fail(FailReason::Rejected);
+                }
+            }
+            CmKind::DisconnectRequest | CmKind::DisconnectReply => {
+                // Disconnect is not implemented yet; see the crate documentation.
+            }
+        }
+        Ok(())
+    }
+
+    fn cm_timers(&mut self) -> Result<()> {
+        let now = self.now;
+        let (retry, max) = (self.cfg.cm_retry_ns, self.cfg.cm_retries);
+        let mut resend = Vec::new();
+        for s in self.conns.iter_mut().flatten() {
+            match s.cm {
+                CmState::AwaitReply { next, tries } | CmState::AwaitRtu { next, tries }
+                    if now >= next =>
+                {
+                    if tries >= max {
+                        s.cm = CmState::Failed;
+                        s.core.fail(if s.role == Role::Requester {
+                            FailReason::ConnectTimeout
+                        } else {
+                            FailReason::Disconnected
+                        });
+                        continue;
+                    }
+                    let st = (now + retry, tries + 1);
+                    s.cm = match s.cm {
+                        CmState::AwaitReply { .. } => CmState::AwaitReply {
+                            next: st.0,
+                            tries: st.1,
+                        },
+                        _ => CmState::AwaitRtu {
+                            next: st.0,
+                            tries: st.1,
+                        },
+                    };
+                    resend.push((s.core.params().local_conn, s.cm_entropy, s.cm_msg));
+                }
+                _ => {}
+            }
+        }
+        for (id, e, m) in resend {
+            self.send_cm(id, e, m)?;
+        }
+        Ok(())
+    }
+
+    fn update_hints(&mut self) -> Result<()> {
+        let now = self.now;
+        for i in 0..self.conns.len() {
+            let Some(s) = self.conns[i].as_ref() else {
+                continue;
+            };
+            if s.cm != CmState::Established || self.fair.hint(i as u32).is_none() {
+                continue;
+            }
+            let (base, n) = (s.entry.flow_base as u32, s.entry.flow_count as u32);
+            let mut progress = 0u64;
+            for f in 0..n {
+                let w = self.dev.read_table(TableId::Flow, base + f)?;
+                let cum = w[0] & FSN_MASK;
+                let Some(s) = self.conns[i].as_mut() else {
+                    break;
+                };
+                let prev = &mut s.rx_flow_cum[f as usize];
+                let d = fsn_diff(cum, *prev);
+                if d > 0 {
+                    progress += d as u64;
+                    *prev = cum;
+                }
+            }
+            if let Some(s) = self.conns[i].as_mut() {
+                s.rx_progress += progress;
+                let p = s.rx_progress;
+                self.fair.observe(i as u32, now, p);
+            }
+        }
+        let mut changed = Vec::new();
+        self.fair.compute(now, |c, h| changed.push((c, h)));
+        for (c, h) in changed {
+            if let Some(Some(s)) = self.conns.get_mut(c as usize) {
+                s.entry.rate_hint_mbps = h;
+                self.dev.set_rate_hint(c, h)?;
+                self.stats.hints_programmed += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The driver loop, to call whenever time passes or the NIC may have news: lets a simulated
+    /// NIC run, feeds every event to the core (CM events to the CM exchange), runs due timers,
+    /// moves due descriptors to the TX ring in batches (one doorbell per batch), delivers
+    /// completions to the CQs, and recomputes rate hints. `now` is NIC time in ns. Returns the
+    /// time of the next timer, if any: call again then at the latest.
+    /// Reports [`Error::EventsLost`] (once per loss, after doing all of the above) if the NIC
+    /// dropped events because its event ring was full.
+    pub fn progress(&mut self, now: u64) -> Result<Option<u64>> {
+        self.now = self.now.max(now);
+        let now = self.now;
+        self.dev.nic().poll(now);
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        let r = self.dev.poll_events(&mut events).map(|_| ());
+        for ev in &events {
+            self.stats.events += 1;
+            match ev {
+                Event::Cm { .. } => self.handle_cm(ev)?,
+                Event::Ack { conn, .. }
+                | Event::Nak { conn, .. }
+                | Event::Completion { conn, .. }
+                | Event::TxError { conn, .. } => {
+                    let id = *conn;
+                    let Some(Some(s)) = self.conns.get_mut(id as usize) else {
+                        self.stats.stray_events += 1;
+                        continue;
+                    };
+                    s.core.handle_event(now, ev);
+                    if matches!(ev, Event::Completion { .. })
+                        && matches!(s.cm, CmState::AwaitRtu { .. })
+                    {
+                        // Data from the peer: it has our reply, whatever became of its RTU.
+                        self.established(id);
+                    }
+                }
+            }
+        }
+        self.events = events;
+        r?;
+        self.cm_timers()?;
+        let mut lost = 0;
+        if now >= self.next_hint_at {
+            self.update_hints()?;
+            self.next_hint_at = now + self.cfg.hint_interval_ns.max(1);
+            // A full event ring drops events: never let that pass silently.
+            let dropped = self.dev.counter(Counter::EventOverflow);
+            lost = dropped.saturating_sub(self.stats.events_lost);
+            self.stats.events_lost = dropped;
+        }
+        let mut wake: Option<u64> = None;
+        let mut descs = std::mem::take(&mut self.descs);
+        for i in 0..self.conns.len() {
+            let Some(s) = self.conns[i].as_mut() else {
+                continue;
+            };
+            if s.core.poll_timeout().is_some_and(|t| t <= now) {
+                s.core.handle_timeout(now);
+            }
+            let space = self.dev.tx_space() as usize;
+            let Some(s) = self.conns[i].as_mut() else {
+                continue;
+            };
+            descs.clear();
+            s.core.poll_transmit(now, space, &mut descs);
+            if !descs.is_empty() {
+                self.dev.post(&descs)?;
+                self.stats.descriptors += descs.len() as u64;
+                self.stats.doorbells += 1;
+            }
+            let Some(s) = self.conns[i].as_mut() else {
+                continue;
+            };
+            let (scq, rcq) = (s.send_cq, s.recv_cq);
+            let mut wcs = Vec::new();
+            while let Some(wc) = s.core.poll_completion() {
+                wcs.push(wc);
+            }
+            if let ConnState::Failed(reason) = s.core.state()
+                && !s.reported
+            {
+                s.reported = true;
+                if s.cm != CmState::Failed {
+                    s.cm = CmState::Failed;
+                }
+                self.cm_events
+                    .push_back(CmEvent::Failed(ConnId(i as u32), reason));
+            }
+            if let Some(t) = s.core.poll_timeout() {
+                wake = Some(wake.map_or(t, |w| w.min(t)));
+            }
+            if let CmState::AwaitReply { next, .. } | CmState::AwaitRtu { next, .. } = s.cm {
+                wake = Some(wake.map_or(next, |w| w.min(next)));
+            }
+            for wc in wcs {
+                let cq = if wc.opcode.is_recv() { rcq } else { scq };
+                self.push_cq(cq, wc);
+            }
+        }
+        self.descs = descs;
+        self.dev.nic().poll(now);
+        if self
+            .conns
+            .iter()
+            .flatten()
+            .any(|s| s.cm == CmState::Established)
+        {
+            wake = Some(wake.map_or(self.next_hint_at, |w| w.min(self.next_hint_at)));
+        }
+        if lost > 0 {
+            return Err(Error::EventsLost(lost));
+        }
+        Ok(wake)
+    }
+}

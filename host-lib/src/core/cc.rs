@@ -1,0 +1,387 @@
+//! Congestion control behind a trait, quinn-proto style.
+//!
+//! A connection owns one [`CongestionController`] that sees every path (flow). It is told about
+//! sent packets, ACKs (with ECN-echo, CE counts and RTT samples), losses, timeouts and the
+//! receiver's rate hint, and answers two questions per path: how many bytes may be in flight
+//! ([`CongestionController::window`]) and how fast to send them
+//! ([`CongestionController::pacing_rate`]).
+//!
+//! [`EcnAimd`] is the default: per-path window AIMD driven by ECN echo (DCTCP-style: the cut
+//! scales with the fraction of CE-marked packets, at most once per RTT), additive increase of
+//! one MTU per RTT, pacing at `window / srtt`, and the sum of the paths' rates capped by the
+//! receiver's fair-share rate hint. A new hint also lets the windows jump to the hinted rate
+//! instead of probing toward it. Random loss does not shrink the window (on an ECN fabric a
+//! drop is not a congestion signal; the connection's path health handles lossy paths); a
+//! timeout halves it.
+
+use std::fmt::Debug;
+
+/// What one ACK event told the controller about one path.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct AckSample {
+    /// Bytes (payload plus headers) newly acknowledged.
+    pub acked_bytes: u64,
+    /// Packets newly acknowledged.
+    pub acked_packets: u32,
+    /// CE-marked packets the receiver saw since its previous ACK of this flow.
+    pub ce_packets: u32,
+    /// The receiver set ECN-echo.
+    pub ecn_echo: bool,
+    /// RTT measured from the echoed timestamp (ns), if plausible.
+    pub rtt_ns: Option<u64>,
+    /// The path's smoothed RTT after this sample (ns).
+    pub srtt_ns: u64,
+}
+
+/// A congestion controller for all paths of one connection.
+pub trait CongestionController: Debug + Send {
+    /// A packet of `bytes` left on `path`.
+    fn on_sent(&mut self, now: u64, path: usize, bytes: u32);
+    /// An ACK arrived on `path`.
+    fn on_ack(&mut self, now: u64, path: usize, sample: &AckSample);
+    /// SACK showed `bytes` lost on `path` (selective loss, not a timeout).
+    fn on_loss(&mut self, now: u64, path: usize, bytes: u32);
+    /// `path`'s retransmission timer fired.
+    fn on_timeout(&mut self, now: u64, path: usize);
+    /// The receiver's rate hint changed (Mb/s; 0 = no hint).
+    fn on_rate_hint(&mut self, now: u64, mbps: u32);
+    /// Bytes `path` may have in flight.
+    fn window(&self, path: usize) -> u64;
+    /// Pacing rate of `path` in bytes per nanosecond.
+    fn pacing_rate(&self, path: usize) -> f64;
+}
+
+/// Builds a controller per connection.
+pub trait ControllerFactory: Debug + Send + Sync {
+    /// A controller for `paths` paths with the given MTU (payload bytes), line rate (Mb/s) and
+    /// initial RTT estimate.
+    fn build(
+        &self,
+        paths: usize,
+        mtu: u32,
+        line_rate_mbps: u32,
+        initial_rtt_ns: u64,
+    ) -> Box<dyn CongestionController>;
+}
+
+/// Parameters of [`EcnAimd`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EcnAimdConfig {
+    /// Initial window per path, in packets.
+    pub initial_window_packets: u32,
+    /// Smallest window per path, in packets.
+    pub min_window_packets: u32,
+    /// Additive increase per RTT, in packets.
+    pub additive_increase_packets: f64,
+    /// DCTCP gain `g` of the marked-fraction average.
+    pub gain: f64,
+    /// Pacing rate = `pacing_gain · window / srtt`.
+    pub pacing_gain: f64,
+    /// After a rate hint, windows are capped at `hint_headroom ·` (hinted rate · srtt).
+    pub hint_headroom: f64,
+}
+
+impl Default for EcnAimdConfig {
+    fn default() -> Self {
+        EcnAimdConfig {
+            initial_window_packets: 8,
+            min_window_packets: 2,
+            additive_increase_packets: 1.0,
+            gain: 1.0 / 16.0,
+            pacing_gain: 1.25,
+            hint_headroom: 2.0,
+        }
+    }
+}
+
+impl ControllerFactory for EcnAimdConfig {
+    fn build(
+        &self,
+        paths: usize,
+        mtu: u32,
+        line_rate_mbps: u32,
+        initial_rtt_ns: u64,
+    ) -> Box<dyn CongestionController> {
+        Box::new(EcnAimd::new(
+            *self,
+            paths,
+            mtu,
+            line_rate_mbps,
+            initial_rtt_ns,
+        ))
+    }
+}
+
+/// Bytes per nanosecond of a rate in Mb/s.
+pub fn mbps_to_bytes_per_ns(mbps: u32) -> f64 {
+    mbps as f64 / 8000.0
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PathCc {
+    cwnd: f64,
+    srtt: f64,
+    /// Smallest RTT seen: the base RTT without queueing, for the hinted BDP.
+    min_rtt: f64,
+    alpha: f64,
+    /// Packets acknowledged / CE-marked in the current observation window (about one RTT).
+    win_acked: u32,
+    win_marked: u32,
+    win_end: u64,
+    last_cut: u64,
+    rate: f64,
+}
+
+/// ECN-echo AIMD per path, capped by the receiver's rate hint; see the module documentation.
+#[derive(Debug, Clone)]
+pub struct EcnAimd {
+    cfg: EcnAimdConfig,
+    pkt: f64,
+    line: f64,
+    hint: f64,
+    paths: Vec<PathCc>,
+}
+
+impl EcnAimd {
+    /// A controller for `paths` paths.
+    pub fn new(
+        cfg: EcnAimdConfig,
+        paths: usize,
+        mtu: u32,
+        line_rate_mbps: u32,
+        initial_rtt_ns: u64,
+    ) -> Self {
+        let pkt = mtu as f64 + crate::core::connection::HEADER_BYTES as f64;
+        let p = PathCc {
+            cwnd: cfg.initial_window_packets.max(1) as f64 * pkt,
+            srtt: initial_rtt_ns.max(1) as f64,
+            min_rtt: initial_rtt_ns.max(1) as f64,
+            alpha: 0.0,
+            win_acked: 0,
+            win_marked: 0,
+            win_end: 0,
+            last_cut: 0,
+            rate: 0.0,
+        };
+        let mut cc = EcnAimd {
+            cfg,
+            pkt,
+            line: mbps_to_bytes_per_ns(line_rate_mbps.max(1)),
+            hint: 0.0,
+            paths: vec![p; paths.max(1)],
+        };
+        cc.recompute_rates();
+        cc
+    }
+
+    fn min_cwnd(&self) -> f64 {
+        self.cfg.min_window_packets.max(1) as f64 * self.pkt
+    }
+
+    /// The aggregate rate ceiling: the line rate, or the receiver's hint when lower.
+    pub fn rate_cap(&self) -> f64 {
+        if self.hint > 0.0 {
+            self.hint.min(self.line)
+        } else {
+            self.line
+        }
+    }
+
+    fn recompute_rates(&mut self) {
+        let gain = self.cfg.pacing_gain;
+        let mut sum = 0.0;
+        for p in &mut self.paths {
+            p.rate = gain * p.cwnd / p.srtt.max(1.0);
+            sum += p.rate;
+        }
+        let cap = self.rate_cap();
+        if sum > cap {
+            let k = cap / sum;
+            for p in &mut self.paths {
+                p.rate *= k;
+            }
+        }
+    }
+
+    /// The hinted BDP share of one path: `hint · base RTT / paths`. The base RTT, not the
+    /// smoothed one: queueing must not raise the cap that is meant to drain the queue.
+    fn hint_window(&self, p: &PathCc) -> Option<f64> {
+        (self.hint > 0.0).then(|| self.hint.min(self.line) * p.min_rtt / self.paths.len() as f64)
+    }
+}
+
+impl CongestionController for EcnAimd {
+    fn on_sent(&mut self, _now: u64, _path: usize, _bytes: u32) {}
+
+    fn on_ack(&mut self, now: u64, path: usize, s: &AckSample) {
+        let min = self.min_cwnd();
+        let (pkt, cfg) = (self.pkt, self.cfg);
+        let hint_cap = self
+            .paths
+            .get(path)
+            .and_then(|p| self.hint_window(p))
+            .map(|w| (w * cfg.hint_headroom).max(min));
+        let Some(p) = self.paths.get_mut(path) else {
+            return;
+        };
+        p.srtt = s.srtt_ns.max(1) as f64;
+        if let Some(r) = s.rtt_ns {
+            p.min_rtt = p.min_rtt.min(r.max(1) as f64);
+        }
+        p.win_acked += s.acked_packets;
+        p.win_marked += s.ce_packets.min(s.acked_packets.max(s.ce_packets));
+        if s.ecn_echo || s.ce_packets > 0 {
+            // Congestion: cut at most once per RTT, by alpha/2 (alpha tracks the marked share).
+            if now >= p.last_cut + p.srtt as u64 {
+                let frac = if p.win_acked > 0 {
+                    (p.win_marked as f64 / p.win_acked as f64).min(1.0)
+                } else {
+                    1.0
+                };
+                p.alpha = (1.0 - cfg.gain) * p.alpha + cfg.gain * frac;
+                // A first mark with no history still cuts noticeably.
+                let cut = (p.alpha / 2.0).max(0.125);
+                p.cwnd = (p.cwnd * (1.0 - cut)).max(min);
+                p.last_cut = now;
+                p.win_acked = 0;
+                p.win_marked = 0;
+                p.win_end = now + p.srtt as u64;
+            }
+        } else if s.acked_bytes > 0 {
+            p.cwnd += cfg.additive_increase_packets * pkt * s.acked_bytes as f64 / p.cwnd;
+        }
+        if now >= p.win_end {
+            if p.win_marked == 0 {
+                p.alpha *= 1.0 - cfg.gain;
+            }
+            p.win_acked = 0;
+            p.win_marked = 0;
+            p.win_end = now + p.srtt as u64;
+        }
+        if let Some(cap) = hint_cap {
+            p.cwnd = p.cwnd.min(cap);
+        }
+        // Never more than the SACK window can cover.
+        p.cwnd = p.cwnd.min(256.0 * pkt);
+        self.recompute_rates();
+    }
+
+    fn on_loss(&mut self, _now: u64, _path: usize, _bytes: u32) {
+        // Random loss is not congestion on an ECN fabric; path health reacts to it instead.
+    }
+
+    fn on_timeout(&mut self, now: u64, path: usize) {
+        let min = self.min_cwnd();
+        if let Some(p) = self.paths.get_mut(path) {
+            p.cwnd = (p.cwnd / 2.0).max(min);
+            p.last_cut = now;
+        }
+        self.recompute_rates();
+    }
+
+    fn on_rate_hint(&mut self, now: u64, mbps: u32) {
+        self.hint = mbps_to_bytes_per_ns(mbps);
+        if self.hint > 0.0 {
+            let n = self.paths.len() as f64;
+            let (min, headroom, pkt) = (self.min_cwnd(), self.cfg.hint_headroom, self.pkt);
+            let hint = self.hint.min(self.line);
+            for p in &mut self.paths {
+                let target = (hint * p.min_rtt / n).max(min);
+                // Jump to the hinted rate instead of probing toward it, unless the path was
+                // marked within the last RTT.
+                if now >= p.last_cut + p.srtt as u64 {
+                    p.cwnd = p.cwnd.max(target * 1.25);
+                }
+                p.cwnd = p.cwnd.min(target * headroom).max(min).min(256.0 * pkt);
+            }
+        }
+        self.recompute_rates();
+    }
+
+    fn window(&self, path: usize) -> u64 {
+        self.paths.get(path).map_or(0, |p| p.cwnd as u64)
+    }
+
+    fn pacing_rate(&self, path: usize) -> f64 {
+        self.paths.get(path).map_or(0.0, |p| p.rate)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cc() -> EcnAimd {
+        EcnAimd::new(EcnAimdConfig::default(), 4, 1000, 100_000, 10_000)
+    }
+
+    fn ack(bytes: u64, ce: u32, srtt: u64) -> AckSample {
+        AckSample {
+            acked_bytes: bytes,
+            acked_packets: (bytes / 1100) as u32,
+            ce_packets: ce,
+            ecn_echo: ce > 0,
+            rtt_ns: Some(srtt),
+            srtt_ns: srtt,
+        }
+    }
+
+    #[test]
+    fn ecn_cuts_the_marked_path_only_and_at_most_once_per_rtt() {
+        let mut c = cc();
+        let w0 = c.window(0);
+        c.on_ack(100_000, 1, &ack(4400, 4, 10_000));
+        let w1 = c.window(1);
+        assert!(w1 < w0, "marked path must shrink: {w1} vs {w0}");
+        assert_eq!(c.window(0), w0, "other paths untouched");
+        // A second mark within the same RTT does not cut again.
+        c.on_ack(105_000, 1, &ack(4400, 4, 10_000));
+        assert_eq!(c.window(1), w1);
+        // One RTT later it does.
+        c.on_ack(111_000, 1, &ack(4400, 4, 10_000));
+        assert!(c.window(1) < w1);
+    }
+
+    #[test]
+    fn unmarked_acks_grow_the_window_by_about_one_packet_per_window() {
+        let mut c = cc();
+        let w0 = c.window(2) as f64;
+        // Acknowledge one full window of bytes.
+        c.on_ack(1_000, 2, &ack(w0 as u64, 0, 10_000));
+        let grown = c.window(2) as f64 - w0;
+        assert!((grown - 1100.0).abs() < 50.0, "grew {grown}");
+    }
+
+    #[test]
+    fn the_rate_hint_caps_the_sum_of_the_path_rates() {
+        let mut c = cc();
+        for _ in 0..50 {
+            for p in 0..4 {
+                c.on_ack(0, p, &ack(200_000, 0, 10_000));
+            }
+        }
+        let sum = |c: &EcnAimd| (0..4).map(|p| c.pacing_rate(p)).sum::<f64>();
+        assert!(sum(&c) <= mbps_to_bytes_per_ns(100_000) + 1e-9);
+        c.on_rate_hint(1_000_000, 10_000);
+        let s = sum(&c);
+        assert!(
+            (s - mbps_to_bytes_per_ns(10_000)).abs() < 1e-6,
+            "sum {s} must equal the 10 Gb/s hint"
+        );
+        // A higher hint lets the windows jump instead of probing.
+        let mut c = cc();
+        let before = c.window(0);
+        c.on_rate_hint(1_000_000, 100_000);
+        assert!(c.window(0) > before, "windows jump to the hinted BDP");
+    }
+
+    #[test]
+    fn timeouts_halve_and_never_go_below_the_minimum() {
+        let mut c = cc();
+        for _ in 0..20 {
+            c.on_timeout(0, 3);
+        }
+        assert_eq!(c.window(3), 2 * 1100);
+        assert!(c.pacing_rate(3) > 0.0);
+    }
+}

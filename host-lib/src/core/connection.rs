@@ -1,0 +1,1209 @@
+//! One connection: Tags above, flows below, one congestion controller.
+
+use super::cc::{AckSample, CongestionController};
+use super::flow::{CAUSE_LOSS, CAUSE_NOT_READY, FULL_WEIGHT, Flow, MIN_WEIGHT, PktState};
+use super::tags::{TagRx, TagTx};
+use super::{
+    ConnectionParams, CoreError, TagMode, TransportConfig, WcOpcode, WcStatus, WorkCompletion,
+    WorkRequest, WrKind,
+};
+use ferroce_proto::hsi::descriptor::{FLAG_ACK_REQ, FLAG_SOLICITED};
+use ferroce_proto::hsi::{CompletionStatus, Event, TxDescriptor};
+use ferroce_proto::wire::{NakReason, Opcode, SACK_BITS};
+use std::collections::VecDeque;
+
+/// Wire bytes a data packet costs beyond its payload (Ethernet, IPv4, UDP, BTH, FDH, RETH, ICRC,
+/// about), for windows and pacing.
+pub(crate) const HEADER_BYTES: u32 = 100;
+
+/// Where a connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnState {
+    /// Set up, not yet allowed to transmit (the CM exchange is not finished).
+    Connecting,
+    /// Transmitting.
+    Ready,
+    /// Failed; every outstanding request was flushed.
+    Failed(FailReason),
+}
+
+/// Why a connection failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailReason {
+    /// No ACK or NAK on any path for the connection timeout while data was outstanding.
+    AllPathsDead,
+    /// A message exceeded the "receiver not ready" retry limit.
+    RnrRetryExceeded,
+    /// The peer rejected the connection request.
+    Rejected,
+    /// The connection request was never answered.
+    ConnectTimeout,
+    /// Closed by either side.
+    Disconnected,
+}
+
+/// Counters of one connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectionStats {
+    /// Data packets sent for the first time.
+    pub packets_sent: u64,
+    /// Payload bytes sent for the first time.
+    pub bytes_sent: u64,
+    /// Packets resent because an ACK showed them lost (SACK hole below a delivered packet).
+    pub retx_sack: u64,
+    /// Packets resent because the retransmission timer fired.
+    pub retx_timeout: u64,
+    /// Packets resent after a "receiver not ready" or "out of window" NAK (not losses).
+    pub resent_not_ready: u64,
+    /// Retransmission timer expiries.
+    pub timeouts: u64,
+    /// Flows moved to a new entropy.
+    pub entropy_changes: u64,
+    /// Flows declared dead.
+    pub paths_died: u64,
+    /// Dead flows that came back.
+    pub paths_revived: u64,
+    /// ACK events processed.
+    pub acks: u64,
+    /// ACKs with ECN-echo.
+    pub ecn_echoes: u64,
+    /// NAK events processed.
+    pub naks: u64,
+    /// "Receiver not ready" NAKs.
+    pub rnr_naks: u64,
+    /// Terminal NAKs (remote access / invalid request).
+    pub terminal_naks: u64,
+    /// TX descriptors the NIC refused.
+    pub tx_errors: u64,
+    /// Events that did not match any state (stale or bogus); ignored.
+    pub ignored_events: u64,
+    /// Receive completions surfaced or absorbed (plain Writes).
+    pub rx_messages: u64,
+    /// Plain Writes the NIC completed with an error (not surfaced: the sender learns it).
+    pub rx_write_errors: u64,
+    /// Current rate hint from the peer (Mb/s).
+    pub rate_hint_mbps: u32,
+}
+
+impl ConnectionStats {
+    /// Loss-driven retransmissions (SACK plus timeout), the figure to compare with packets
+    /// actually lost.
+    pub fn retransmissions(&self) -> u64 {
+        self.retx_sack + self.retx_timeout
+    }
+}
+
+/// One path as the extension API reports it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PathStats {
+    /// Flow index.
+    pub flow: u16,
+    /// Current entropy (UDP source port).
+    pub entropy: u16,
+    /// Smoothed RTT (ns).
+    pub srtt_ns: u64,
+    /// Congestion window (bytes).
+    pub window: u64,
+    /// Pacing rate (bytes/ns).
+    pub pacing_rate: f64,
+    /// Health weight, 0–1: the share of new data relative to a healthy path.
+    pub weight: f64,
+    /// Dead: avoided, only probed.
+    pub dead: bool,
+    /// Packets sent for the first time.
+    pub packets: u64,
+    /// Retransmissions of its packets (any cause but "not ready").
+    pub retransmissions: u64,
+    /// Retransmission timer expiries.
+    pub timeouts: u64,
+    /// ACKs with ECN-echo.
+    pub ecn_echoes: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct PathCounters {
+    packets: u64,
+    retransmissions: u64,
+    timeouts: u64,
+    ecn_echoes: u64,
+}
+
+/// A posted message on the send side.
+#[derive(Debug, Clone, Copy)]
+struct Msg {
+    wr: WorkRequest,
+    msn: u32,
+    ssn: u32,
+    packets: u32,
+    acked: u32,
+    next_offset: u32,
+    error: Option<WcStatus>,
+    epoch: u32,
+    rnr_naks: u32,
+    done: bool,
+}
+
+/// One connection of the sans-IO core. See the [module documentation](super).
+#[derive(Debug)]
+pub struct Connection {
+    params: ConnectionParams,
+    cfg: TransportConfig,
+    state: ConnState,
+    flows: Vec<Flow>,
+    path: Vec<PathCounters>,
+    tx_tags: Vec<TagTx>,
+    rx_tags: Vec<TagRx>,
+    msgs: Vec<Msg>,
+    free: Vec<u32>,
+    active_tags: VecDeque<u16>,
+    in_active: Vec<bool>,
+    epoch_lo: u32,
+    epoch_counts: VecDeque<u32>,
+    cc: Box<dyn CongestionController>,
+    completions: VecDeque<WorkCompletion>,
+    send_outstanding: u32,
+    pkts_outstanding: u64,
+    last_heard: u64,
+    hint_mbps: u32,
+    next_entropy: usize,
+    starved: bool,
+    vclock: u64,
+    scratch: Vec<u32>,
+    stats: ConnectionStats,
+}
+
+impl Connection {
+    /// A connection in [`ConnState::Connecting`]. `params.flows`, `mtu` and the Tag count must
+    /// be non-zero and `entropies` must hold at least one value (the API layer checks this).
+    pub fn new(params: ConnectionParams, cfg: TransportConfig, now: u64) -> Self {
+        let nflows = params.flows.max(1) as usize;
+        let mut entropies = params.entropies.clone();
+        if entropies.is_empty() {
+            entropies.push(49152);
+        }
+        let flows: Vec<Flow> = (0..nflows)
+            .map(|i| {
+                Flow::new(
+                    params.tx_initial_fsn,
+                    entropies[i % entropies.len()],
+                    cfg.initial_rtt_ns,
+                )
+            })
+            .collect();
+        let cc = cfg.congestion.build(
+            nflows,
+            params.mtu.max(1),
+            cfg.line_rate_mbps,
+            cfg.initial_rtt_ns,
+        );
+        let ntags = params.tag_modes.len();
+        let tx_tags = params
+            .tag_modes
+            .iter()
+            .map(|&m| TagTx::new(m, cfg.rnr_initial_backoff_ns))
+            .collect();
+        let rx_tags = params
+            .tag_modes
+            .iter()
+            .map(|&m| TagRx::new(m, params.recv_depth))
+            .collect();
+        let params = ConnectionParams {
+            entropies,
+            mtu: params.mtu.max(1),
+            ..params
+        };
+        Connection {
+            next_entropy: nflows,
+            params,
+            cfg,
+            state: ConnState::Connecting,
+            flows,
+            path: vec![PathCounters::default(); nflows],
+            tx_tags,
+            rx_tags,
+            msgs: Vec::new(),
+            free: Vec::new(),
+            active_tags: VecDeque::new(),
+            in_active: vec![false; ntags],
+            epoch_lo: 0,
+            epoch_counts: VecDeque::from(vec![0]),
+            cc,
+            completions: VecDeque::new(),
+            send_outstanding: 0,
+            pkts_outstanding: 0,
+            last_heard: now,
+            hint_mbps: 0,
+            starved: false,
+            vclock: 0,
+            scratch: Vec::new(),
+            stats: ConnectionStats::default(),
+        }
+    }
+
+    /// The agreed parameters.
+    pub fn params(&self) -> &ConnectionParams {
+        &self.params
+    }
+
+    /// Current state.
+    pub fn state(&self) -> ConnState {
+        self.state
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &ConnectionStats {
+        &self.stats
+    }
+
+    /// Per-path view (the extension API).
+    pub fn paths(&self) -> Vec<PathStats> {
+        self.flows
+            .iter()
+            .enumerate()
+            .map(|(i, f)| PathStats {
+                flow: i as u16,
+                entropy: f.entropy,
+                srtt_ns: f.srtt,
+                window: self.cc.window(i),
+                pacing_rate: self.cc.pacing_rate(i),
+                weight: f.weight as f64 / FULL_WEIGHT as f64,
+                dead: f.dead,
+                packets: self.path[i].packets,
+                retransmissions: self.path[i].retransmissions,
+                timeouts: self.path[i].timeouts,
+                ecn_echoes: self.path[i].ecn_echoes,
+            })
+            .collect()
+    }
+
+    /// Send-side work requests posted and not yet completed.
+    pub fn send_outstanding(&self) -> u32 {
+        self.send_outstanding
+    }
+
+    /// The CM exchange finished: start transmitting.
+    pub fn set_ready(&mut self, now: u64) {
+        if self.state == ConnState::Connecting {
+            self.state = ConnState::Ready;
+            self.last_heard = now;
+            self.starved = false;
+        }
+    }
+
+    fn usable(&self) -> bool {
+        !matches!(self.state, ConnState::Failed(_))
+    }
+
+    /// Posts a Send or Write; returns its MSN. Requests may be posted while connecting; they
+    /// leave once the connection is ready.
+    pub fn post(&mut self, wr: WorkRequest) -> Result<u32, CoreError> {
+        if !self.usable() {
+            return Err(CoreError::NotUsable);
+        }
+        let t = wr.tag as usize;
+        if t >= self.tx_tags.len() {
+            return Err(CoreError::InvalidTag(wr.tag));
+        }
+        if self.send_outstanding >= self.cfg.max_send_wr {
+            return Err(CoreError::SendQueueFull);
+        }
+        let tag = &mut self.tx_tags[t];
+        let msn = tag.next_msn;
+        tag.next_msn = msn.wrapping_add(1);
+        let ssn = match wr.kind {
+            WrKind::Send { .. } => {
+                let s = tag.next_ssn;
+                tag.next_ssn = s.wrapping_add(1);
+                s
+            }
+            WrKind::Write { .. } => 0,
+        };
+        let epoch = self.epoch_lo + self.epoch_counts.len() as u32 - 1;
+        if let Some(c) = self.epoch_counts.back_mut() {
+            *c += 1;
+        }
+        let msg = Msg {
+            wr,
+            msn,
+            ssn,
+            packets: wr.len.div_ceil(self.params.mtu).max(1),
+            acked: 0,
+            next_offset: 0,
+            error: None,
+            epoch,
+            rnr_naks: 0,
+            done: false,
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.msgs[id as usize] = msg;
+                id
+            }
+            None => {
+                self.msgs.push(msg);
+                (self.msgs.len() - 1) as u32
+            }
+        };
+        self.tx_tags[t].msgs.push_back(id);
+        if !self.in_active[t] {
+            self.in_active[t] = true;
+            self.active_tags.push_back(wr.tag);
+        }
+        self.send_outstanding += 1;
+        self.starved = false;
+        Ok(msn)
+    }
+
+    /// An execution fence: requests posted after it start only when every request posted
+    /// before it (on any Tag of this connection) has completed.
+    pub fn fence(&mut self) -> Result<(), CoreError> {
+        if !self.usable() {
+            return Err(CoreError::NotUsable);
+        }
+        if self.epoch_counts.back().is_some_and(|&c| c > 0) {
+            self.epoch_counts.push_back(0);
+        }
+        Ok(())
+    }
+
+    /// Records a posted receive on `tag`; returns its SSN (the caller programs the NIC's
+    /// receive-buffer entry for it).
+    pub fn post_recv(
+        &mut self,
+        tag: u16,
+        wr_id: u64,
+        addr: u64,
+        len: u32,
+    ) -> Result<u32, CoreError> {
+        if !self.usable() {
+            return Err(CoreError::NotUsable);
+        }
+        let t = self
+            .rx_tags
+            .get_mut(tag as usize)
+            .ok_or(CoreError::InvalidTag(tag))?;
+        t.post(wr_id, addr, len)
+    }
+
+    /// Next completion (send or receive side), if any.
+    pub fn poll_completion(&mut self) -> Option<WorkCompletion> {
+        self.completions.pop_front()
+    }
+
+    /// Feeds one NIC event. Events of other connections and stale events are ignored (and
+    /// counted in [`ConnectionStats::ignored_events`] when they name this connection).
+    pub fn handle_event(&mut self, now: u64, ev: &Event) {
+        let me = self.params.local_conn;
+        match *ev {
+            Event::Ack {
+                conn,
+                flow,
+                cum_fsn,
+                ecn_echo,
+                ce_count,
+                rate_hint_mbps,
+                ts_echo,
+                ref sack,
+            } if conn == me => self.on_ack(
+                now,
+                flow,
+                cum_fsn,
+                ecn_echo,
+                ce_count,
+                rate_hint_mbps,
+                ts_echo,
+                sack,
+            ),
+            Event::Nak {
+                conn,
+                flow,
+                fsn,
+                reason,
+                tag,
+                msn,
+                offset,
+            } if conn == me => self.on_nak(now, flow, fsn, reason, tag, msn, offset),
+            Event::Completion {
+                conn,
+                tag,
+                msn,
+                ssn,
+                opcode,
+                status,
+                len,
+                imm,
+            } if conn == me => self.on_rx_completion(tag, msn, ssn, opcode, status, len, imm),
+            Event::TxError { conn, .. } if conn == me => {
+                // Nothing left the NIC; the retransmission timer resends the packet.
+                self.stats.tx_errors += 1;
+            }
+            _ => {}
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_ack(
+        &mut self,
+        now: u64,
+        flow: u16,
+        cum_fsn: u32,
+        ecn_echo: bool,
+        ce_count: u16,
+        hint: u32,
+        ts_echo: u32,
+        sack: &[u8; SACK_BITS / 8],
+    ) {
+        let fi = flow as usize;
+        if fi >= self.flows.len() || !self.usable() {
+            self.stats.ignored_events += 1;
+            return;
+        }
+        self.stats.acks += 1;
+        self.last_heard = now;
+        let mut acked_msgs = std::mem::take(&mut self.scratch);
+        acked_msgs.clear();
+        let f = &mut self.flows[fi];
+        let slack = f.srtt / 2;
+        let out = f.on_ack(
+            cum_fsn,
+            sack,
+            slack,
+            HEADER_BYTES as u64,
+            |p| acked_msgs.push(p.msg),
+            |_| {},
+        );
+        // RTT from the echoed NIC timestamp of the packet that triggered the ACK.
+        let rtt = (now as u32).wrapping_sub(ts_echo) as u64;
+        let rtt = (rtt < 1_000_000_000).then_some(rtt);
+        if let Some(r) = rtt {
+            f.rtt_sample(r);
+        }
+        if out.acked_packets > 0 {
+            if f.dead {
+                f.dead = false;
+                f.weight = FULL_WEIGHT / 2;
+                self.stats.paths_revived += 1;
+            }
+            f.consecutive_timeouts = 0;
+            f.backoff = 0;
+            f.last_progress_at = now;
+            f.weight = (f.weight + 4 * out.acked_packets).min(FULL_WEIGHT);
+            f.rto_deadline = (f.inflight_bytes > 0).then(|| {
+                now + f.rto(
+                    self.cfg.min_rto_ns,
+                    self.cfg.max_rto_ns,
+                    self.cfg.initial_rto_ns,
+                )
+            });
+            self.pkts_outstanding = self
+                .pkts_outstanding
+                .saturating_sub(out.acked_packets as u64);
+        } else if f.inflight_bytes == 0 {
+            f.rto_deadline = None;
+        }
+        if out.lost_packets > 0 {
+            // Path health: a lossy path gets less new data.
+            f.weight = (f.weight * 7 / 8).max(MIN_WEIGHT);
+            self.stats.retx_sack += out.lost_packets as u64;
+            self.cc.on_loss(now, fi, out.lost_payload as u32);
+        }
+        let srtt = f.srtt;
+        if ecn_echo {
+            self.stats.ecn_echoes += 1;
+            self.path[fi].ecn_echoes += 1;
+        }
+        self.cc.on_ack(
+            now,
+            fi,
+            &AckSample {
+                acked_bytes: out.acked_payload + out.acked_packets as u64 * HEADER_BYTES as u64,
+                acked_packets: out.acked_packets,
+                ce_packets: ce_count as u32,
+                ecn_echo,
+                rtt_ns: rtt,
+                srtt_ns: srtt,
+            },
+        );
+        if hint != self.hint_mbps {
+            self.hint_mbps = hint;
+            self.stats.rate_hint_mbps = hint;
+            self.cc.on_rate_hint(now, hint);
+        }
+        for &id in &acked_msgs {
+            self.packet_consumed(id);
+        }
+        self.scratch = acked_msgs;
+    }
+
+    /// One more packet of message `id` was consumed by the receiver.
+    fn packet_consumed(&mut self, id: u32) {
+        let m = &mut self.msgs[id as usize];
+        m.acked += 1;
+        if m.acked >= m.packets && m.next_offset >= m.wr.len && !m.done {
+            self.message_done(id);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_nak(
+        &mut self,
+        now: u64,
+        flow: u16,
+        fsn: u32,
+        reason: NakReason,
+        tag: u16,
+        msn: u32,
+        offset: u32,
+    ) {
+        let fi = flow as usize;
+        if fi >= self.flows.len() || !self.usable() {
+            self.stats.ignored_events += 1;
+            return;
+        }
+        self.stats.naks += 1;
+        self.last_heard = now;
+        let f = &mut self.flows[fi];
+        let seq = f.seq_of(fsn);
+        if seq < f.base as i64 || seq >= f.next as i64 {
+            self.stats.ignored_events += 1;
+            return;
+        }
+        let seq = seq as u64;
+        let Some(p) = f.get_mut(seq).copied() else {
+            self.stats.ignored_events += 1;
+            return;
+        };
+        let m = self.msgs[p.msg as usize];
+        if p.state == PktState::Acked || m.wr.tag != tag || m.msn != msn || p.offset != offset {
+            self.stats.ignored_events += 1;
+            return;
+        }
+        match reason {
+            NakReason::RemoteAccess | NakReason::InvalidRequest => {
+                // Terminal: the receiver consumed the packet (its FSN counts as received) and
+                // wrote nothing. The message fails; the connection goes on.
+                self.stats.terminal_naks += 1;
+                let status = if reason == NakReason::RemoteAccess {
+                    WcStatus::RemoteAccessError
+                } else {
+                    WcStatus::RemoteInvalidRequest
+                };
+                if f.consume(seq, HEADER_BYTES as u64).is_some() {
+                    if f.inflight_bytes == 0 {
+                        f.rto_deadline = None;
+                    }
+                    self.pkts_outstanding = self.pkts_outstanding.saturating_sub(1);
+                    self.msgs[p.msg as usize].error.get_or_insert(status);
+                    self.packet_consumed(p.msg);
+                }
+            }
+            NakReason::ReceiverNotReady | NakReason::OutOfWindow => {
+                // Not consumed: park the packet and resend it later (same flow, same FSN).
+                if p.state == PktState::InFlight {
+                    f.inflight_bytes = f
+                        .inflight_bytes
+                        .saturating_sub(p.len as u64 + HEADER_BYTES as u64);
+                }
+                if let Some(pk) = f.get_mut(seq) {
+                    pk.state = PktState::Parked;
+                }
+                let at = if reason == NakReason::ReceiverNotReady {
+                    self.stats.rnr_naks += 1;
+                    let t = &mut self.tx_tags[tag as usize];
+                    let at = now + t.rnr_backoff;
+                    t.rnr_until = t.rnr_until.max(at);
+                    t.rnr_backoff = (t.rnr_backoff * 2).min(self.cfg.rnr_max_backoff_ns);
+                    let m = &mut self.msgs[p.msg as usize];
+                    m.rnr_naks += 1;
+                    if self.cfg.rnr_retry_limit.is_some_and(|lim| m.rnr_naks > lim) {
+                        m.error = Some(WcStatus::RnrRetryExceeded);
+                        self.fail(FailReason::RnrRetryExceeded);
+                        return;
+                    }
+                    at
+                } else {
+                    now + f.srtt.max(1)
+                };
+                f.parked.push_back((at, seq));
+                if f.inflight_bytes == 0 && f.retx.is_empty() {
+                    f.rto_deadline = None;
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_rx_completion(
+        &mut self,
+        tag: u16,
+        msn: u32,
+        ssn: u32,
+        opcode: Opcode,
+        status: CompletionStatus,
+        len: u32,
+        imm: Option<u32>,
+    ) {
+        if !self.usable() {
+            // Our receives were flushed when the connection failed.
+            self.stats.ignored_events += 1;
+            return;
+        }
+        let Some(t) = self.rx_tags.get_mut(tag as usize) else {
+            self.stats.ignored_events += 1;
+            return;
+        };
+        let status = match status {
+            CompletionStatus::Success => WcStatus::Success,
+            CompletionStatus::RemoteAccessError => WcStatus::RemoteAccessError,
+            CompletionStatus::LengthError => WcStatus::LocalLengthError,
+        };
+        let base = WorkCompletion {
+            wr_id: 0,
+            conn: self.params.local_conn,
+            opcode: WcOpcode::Recv,
+            status,
+            tag,
+            msn,
+            byte_len: len,
+            imm,
+        };
+        let wc = match opcode {
+            Opcode::Send | Opcode::SendImm => match t.take(ssn) {
+                Some(post) => Some(WorkCompletion {
+                    wr_id: post.wr_id,
+                    ..base
+                }),
+                None => {
+                    // The NIC completed a Send into a buffer we do not know: surface it with
+                    // wr_id 0 rather than lose it.
+                    self.stats.ignored_events += 1;
+                    Some(base)
+                }
+            },
+            Opcode::WriteImm => Some(WorkCompletion {
+                opcode: WcOpcode::RecvWriteImm,
+                ..base
+            }),
+            _ => {
+                if status != WcStatus::Success {
+                    self.stats.rx_write_errors += 1;
+                }
+                None
+            }
+        };
+        self.stats.rx_messages += 1;
+        if !t.complete(msn, wc, &mut self.completions) {
+            self.stats.ignored_events += 1;
+        }
+    }
+
+    /// Message `id` is complete at the receiver (every packet consumed).
+    fn message_done(&mut self, id: u32) {
+        let m = &mut self.msgs[id as usize];
+        m.done = true;
+        let m = *m;
+        self.send_outstanding -= 1;
+        let e = (m.epoch - self.epoch_lo) as usize;
+        if let Some(c) = self.epoch_counts.get_mut(e) {
+            *c = c.saturating_sub(1);
+        }
+        while self.epoch_counts.len() > 1 && self.epoch_counts[0] == 0 {
+            self.epoch_counts.pop_front();
+            self.epoch_lo += 1;
+        }
+        self.starved = false;
+        let t = m.wr.tag as usize;
+        let tag = &mut self.tx_tags[t];
+        tag.rnr_backoff = self.cfg.rnr_initial_backoff_ns;
+        if tag.mode == TagMode::Unordered {
+            emit(&mut self.completions, self.params.local_conn, &m);
+        }
+        // Retire finished messages from the front (in MSN order for ordered Tags).
+        while let Some(&front) = tag.msgs.front() {
+            let fm = self.msgs[front as usize];
+            if !fm.done {
+                break;
+            }
+            tag.msgs.pop_front();
+            tag.seg = tag.seg.saturating_sub(1);
+            if tag.mode == TagMode::Ordered {
+                emit(&mut self.completions, self.params.local_conn, &fm);
+            }
+            self.free.push(front);
+        }
+    }
+
+    /// Fails the connection and flushes everything outstanding.
+    pub fn fail(&mut self, reason: FailReason) {
+        if !self.usable() {
+            return;
+        }
+        self.state = ConnState::Failed(reason);
+        let conn = self.params.local_conn;
+        for t in 0..self.tx_tags.len() {
+            let ids: Vec<u32> = self.tx_tags[t].msgs.drain(..).collect();
+            self.tx_tags[t].seg = 0;
+            for id in ids {
+                let m = self.msgs[id as usize];
+                if !m.done {
+                    let mut m = m;
+                    m.error = Some(m.error.unwrap_or(WcStatus::Flushed));
+                    m.wr.signaled = true;
+                    emit(&mut self.completions, conn, &m);
+                } else if self.tx_tags[t].mode == TagMode::Ordered {
+                    emit(&mut self.completions, conn, &m);
+                }
+                self.free.push(id);
+            }
+        }
+        for t in 0..self.rx_tags.len() {
+            let held = self.rx_tags[t].drain_held();
+            self.completions.extend(held);
+            for post in self.rx_tags[t].drain_posted() {
+                self.completions.push_back(WorkCompletion {
+                    wr_id: post.wr_id,
+                    conn,
+                    opcode: WcOpcode::Recv,
+                    status: WcStatus::Flushed,
+                    tag: t as u16,
+                    msn: 0,
+                    byte_len: 0,
+                    imm: None,
+                });
+            }
+        }
+        self.send_outstanding = 0;
+        self.active_tags.clear();
+        self.in_active.iter_mut().for_each(|a| *a = false);
+        for f in &mut self.flows {
+            f.retx.clear();
+            f.parked.clear();
+            f.rto_deadline = None;
+        }
+        self.pkts_outstanding = 0;
+    }
+
+    /// Moves parked packets whose delay has passed to their flow's retransmit queue.
+    fn release_parked(&mut self, now: u64) {
+        for f in self.flows.iter_mut() {
+            let mut i = 0;
+            while i < f.parked.len() {
+                let (at, seq) = f.parked[i];
+                if at > now {
+                    i += 1;
+                    continue;
+                }
+                f.parked.remove(i);
+                if let Some(p) = f.get_mut(seq)
+                    && p.state == PktState::Parked
+                {
+                    p.state = PktState::Queued;
+                    p.cause = CAUSE_NOT_READY;
+                    f.retx.push_back(seq);
+                }
+            }
+        }
+    }
+
+    /// Cuts the next packet of some Tag, round robin over the Tags that may send: the head
+    /// message's fence epoch has been reached, its MSN is within `msg_slots` of the Tag's
+    /// oldest incomplete message, and the Tag is not backing off after "receiver not ready".
+    /// Returns (message, offset, length, whether the packet should request an ACK).
+    fn next_segment(&mut self, now: u64) -> Option<(u32, u32, u32, bool)> {
+        let n = self.active_tags.len();
+        for _ in 0..n {
+            let t = self.active_tags.pop_front()?;
+            let tag = &mut self.tx_tags[t as usize];
+            if !tag.has_unsegmented() {
+                self.in_active[t as usize] = false;
+                continue;
+            }
+            let id = tag.msgs[tag.seg];
+            let oldest = self.msgs[tag.msgs[0] as usize].msn;
+            let m = &mut self.msgs[id as usize];
+            if tag.rnr_until != 0 && tag.rnr_until <= now {
+                tag.rnr_until = 0;
+            }
+            let blocked = m.epoch > self.epoch_lo
+                || m.msn.wrapping_sub(oldest) >= self.params.msg_slots
+                || tag.rnr_until > now;
+            if blocked {
+                self.active_tags.push_back(t);
+                continue;
+            }
+            let offset = m.next_offset;
+            let len = (m.wr.len - offset).min(self.params.mtu);
+            m.next_offset = offset + len;
+            // The message's tail (its last `flows` packets) requests ACKs: its packets are
+            // spread over every path, and without a request the receiver would hold back the
+            // ACK of a path's last few packets until that path carries more (ACK coalescing).
+            let remaining = (m.wr.len - m.next_offset).div_ceil(self.params.mtu);
+            let last = remaining < self.flows.len() as u32;
+            if m.next_offset >= m.wr.len {
+                tag.seg += 1;
+            }
+            if tag.has_unsegmented() {
+                self.active_tags.push_back(t);
+            } else {
+                self.in_active[t as usize] = false;
+            }
+            return Some((id, offset, len, last));
+        }
+        None
+    }
+
+    fn descriptor(&self, fi: usize, seq: u64, id: u32, offset: u32, len: u32) -> TxDescriptor {
+        let f = &self.flows[fi];
+        let m = &self.msgs[id as usize];
+        let (opcode, imm, remote_va, rkey) = match m.wr.kind {
+            WrKind::Send { imm } => (
+                if imm.is_some() {
+                    Opcode::SendImm
+                } else {
+                    Opcode::Send
+                },
+                imm,
+                0,
+                0,
+            ),
+            WrKind::Write {
+                remote_va,
+                rkey,
+                imm,
+            } => (
+                if imm.is_some() {
+                    Opcode::WriteImm
+                } else {
+                    Opcode::Write
+                },
+                imm,
+                remote_va.wrapping_add(offset as u64),
+                rkey,
+            ),
+        };
+        let last = offset + len >= m.wr.len;
+        TxDescriptor {
+            opcode: opcode as u8,
+            flags: if last && m.wr.solicited {
+                FLAG_SOLICITED
+            } else {
+                0
+            },
+            flow: fi as u16,
+            conn: self.params.local_conn,
+            fsn: f.fsn(seq),
+            entropy: f.entropy,
+            tag: m.wr.tag,
+            msn: m.msn,
+            ssn: m.ssn,
+            offset,
+            msg_len: m.wr.len,
+            payload_len: len,
+            imm: imm.unwrap_or(0),
+            local_addr: m.wr.local_addr.wrapping_add(offset as u64),
+            remote_va,
+            rkey,
+        }
+    }
+
+    /// Appends up to `budget` TX descriptors due at `now` to `out`; returns how many. Lost and
+    /// parked packets go first (same flow, same FSN, the flow's current entropy), then new
+    /// packets on the flow with the least weighted service among those with window room and
+    /// pacing credit; dead flows only resend.
+    pub fn poll_transmit(&mut self, now: u64, budget: usize, out: &mut Vec<TxDescriptor>) -> usize {
+        if self.state != ConnState::Ready {
+            return 0;
+        }
+        self.release_parked(now);
+        let mut sent = 0;
+        let mut new_ok = !self.starved && !self.active_tags.is_empty();
+        let pkt_full = (self.params.mtu + HEADER_BYTES) as u64;
+        while sent < budget {
+            let mut best: Option<(usize, bool)> = None;
+            let mut best_v = u64::MAX;
+            for (i, f) in self.flows.iter().enumerate() {
+                if !f.pace_ok(now) {
+                    continue;
+                }
+                let has_retx = !f.retx.is_empty();
+                let can_new = new_ok
+                    && !f.dead
+                    && f.window_room() > 0
+                    && (f.inflight_bytes == 0 || f.inflight_bytes + pkt_full <= self.cc.window(i));
+                if (has_retx || can_new) && f.vtime < best_v {
+                    best_v = f.vtime;
+                    best = Some((i, has_retx));
+                }
+            }
+            let Some((fi, retx)) = best else { break };
+            let desc;
+            let bytes;
+            if retx {
+                let f = &mut self.flows[fi];
+                let Some(seq) = f.retx.pop_front() else {
+                    continue;
+                };
+                let stamp = f.stamp();
+                let epoch = f.epoch;
+                let Some(p) = f.get_mut(seq) else { continue };
+                if p.state != PktState::Queued {
+                    continue;
+                }
+                p.state = PktState::InFlight;
+                p.stamp = stamp;
+                p.epoch = epoch;
+                p.sent_at = now;
+                p.sends += 1;
+                let cause = p.cause;
+                let p = *p;
+                f.inflight_bytes += p.len as u64 + HEADER_BYTES as u64;
+                bytes = p.len + HEADER_BYTES;
+                let mut d = self.descriptor(fi, seq, p.msg, p.offset, p.len);
+                d.flags |= FLAG_ACK_REQ;
+                desc = d;
+                if cause == CAUSE_NOT_READY {
+                    self.stats.resent_not_ready += 1;
+                } else {
+                    self.path[fi].retransmissions += 1;
+                }
+            } else {
+                let Some((id, offset, len, ack_req)) = self.next_segment(now) else {
+                    new_ok = false;
+                    self.starved = true;
+                    continue;
+                };
+                if self.pkts_outstanding == 0 {
+                    // Liveness is measured from the moment something is outstanding.
+                    self.last_heard = self.last_heard.max(now);
+                }
+                let f = &mut self.flows[fi];
+                let seq = f.next;
+                f.next += 1;
+                let stamp = f.stamp();
+                f.ring.push_back(super::flow::Pkt {
+                    msg: id,
+                    offset,
+                    len,
+                    sent_at: now,
+                    stamp,
+                    epoch: f.epoch,
+                    sends: 1,
+                    cause: 0,
+                    state: PktState::InFlight,
+                });
+                f.inflight_bytes += len as u64 + HEADER_BYTES as u64;
+                let nearly_full =
+                    f.window_room() <= 2 || f.inflight_bytes + pkt_full > self.cc.window(fi);
+                bytes = len + HEADER_BYTES;
+                let mut d = self.descriptor(fi, seq, id, offset, len);
+                if ack_req || nearly_full {
+                    d.flags |= FLAG_ACK_REQ;
+                }
+                desc = d;
+                self.pkts_outstanding += 1;
+                self.stats.packets_sent += 1;
+                self.stats.bytes_sent += len as u64;
+                self.path[fi].packets += 1;
+            }
+            let rto = self.flows[fi].rto(
+                self.cfg.min_rto_ns,
+                self.cfg.max_rto_ns,
+                self.cfg.initial_rto_ns,
+            );
+            let rate = self.cc.pacing_rate(fi).max(1e-6);
+            let f = &mut self.flows[fi];
+            if f.rto_deadline.is_none() {
+                f.rto_deadline = Some(now + rto);
+            }
+            let gap = (bytes as f64 / rate) as u64;
+            f.burst_ns = gap * self.cfg.pacing_burst_packets.saturating_sub(1) as u64;
+            f.next_send_at = f.next_send_at.max(now) + gap;
+            let v = f.vtime.max(self.vclock);
+            self.vclock = v;
+            f.vtime = v + bytes as u64 * FULL_WEIGHT as u64 / f.weight.max(1) as u64;
+            self.cc.on_sent(now, fi, bytes);
+            out.push(desc);
+            sent += 1;
+        }
+        sent
+    }
+
+    /// The earliest time [`Connection::handle_timeout`] or [`Connection::poll_transmit`] has
+    /// something to do, if any.
+    pub fn poll_timeout(&self) -> Option<u64> {
+        if !self.usable() {
+            return None;
+        }
+        let mut t: Option<u64> = None;
+        let mut at = |x: u64| t = Some(t.map_or(x, |t| t.min(x)));
+        let ready = self.state == ConnState::Ready;
+        for (i, f) in self.flows.iter().enumerate() {
+            if let Some(d) = f.rto_deadline {
+                at(d);
+            }
+            for &(p, _) in &f.parked {
+                at(p);
+            }
+            if ready {
+                let can_new = !self.starved
+                    && !self.active_tags.is_empty()
+                    && !f.dead
+                    && f.window_room() > 0
+                    && (f.inflight_bytes == 0
+                        || f.inflight_bytes + (self.params.mtu + HEADER_BYTES) as u64
+                            <= self.cc.window(i));
+                if !f.retx.is_empty() || can_new {
+                    at(f.pace_at());
+                }
+            }
+        }
+        if ready {
+            for &tg in &self.active_tags {
+                let r = self.tx_tags[tg as usize].rnr_until;
+                if r > 0 {
+                    at(r);
+                }
+            }
+        }
+        if self.pkts_outstanding > 0 {
+            at(self.last_heard + self.cfg.connection_timeout_ns);
+        }
+        t
+    }
+
+    /// Runs the timers due at `now`: per-flow retransmission timeouts (with the entropy change
+    /// after `same_entropy_retries` and the dead-path verdict), "not ready" delays, and the
+    /// connection timeout.
+    pub fn handle_timeout(&mut self, now: u64) {
+        if !self.usable() {
+            return;
+        }
+        self.release_parked(now);
+        for t in self.active_tags.iter() {
+            let tag = &mut self.tx_tags[*t as usize];
+            if tag.rnr_until != 0 && tag.rnr_until <= now {
+                // The backoff is over: the Tag may send again (and is no deadline any more).
+                tag.rnr_until = 0;
+                self.starved = false;
+            }
+        }
+        let max_rto = self.cfg.max_rto_ns;
+        for fi in 0..self.flows.len() {
+            let rto = rto_of(&self.flows, fi, &self.cfg);
+            let f = &mut self.flows[fi];
+            let Some(deadline) = f.rto_deadline else {
+                continue;
+            };
+            if deadline > now {
+                continue;
+            }
+            let mut queued = 0u64;
+            for i in 0..f.ring.len() {
+                let p = &mut f.ring[i];
+                if p.state == PktState::InFlight && p.sent_at + rto <= now {
+                    p.state = PktState::Queued;
+                    p.cause = CAUSE_LOSS;
+                    f.inflight_bytes = f
+                        .inflight_bytes
+                        .saturating_sub(p.len as u64 + HEADER_BYTES as u64);
+                    let seq = f.base + i as u64;
+                    f.retx.push_back(seq);
+                    queued += 1;
+                }
+            }
+            if queued == 0 {
+                // Nothing old enough: re-arm from the oldest packet still in flight.
+                let oldest = f
+                    .ring
+                    .iter()
+                    .filter(|p| p.state == PktState::InFlight)
+                    .map(|p| p.sent_at)
+                    .min();
+                f.rto_deadline = oldest.map(|s| (s + rto).max(now + 1));
+                continue;
+            }
+            self.stats.timeouts += 1;
+            self.stats.retx_timeout += queued;
+            self.path[fi].timeouts += 1;
+            f.consecutive_timeouts += 1;
+            f.timeouts_on_entropy += 1;
+            f.backoff += 1;
+            f.weight = (f.weight / 2).max(MIN_WEIGHT);
+            if f.timeouts_on_entropy >= self.cfg.same_entropy_retries.max(1) {
+                // Same flow, same FSNs, another route: a new entropy not used by another flow.
+                let n = self.params.entropies.len();
+                for _ in 0..n {
+                    let e = self.params.entropies[self.next_entropy % n];
+                    self.next_entropy = self.next_entropy.wrapping_add(1);
+                    if !self.flows.iter().any(|g| g.entropy == e) {
+                        let f = &mut self.flows[fi];
+                        f.entropy = e;
+                        f.epoch += 1;
+                        f.backoff = 0;
+                        self.stats.entropy_changes += 1;
+                        break;
+                    }
+                }
+                self.flows[fi].timeouts_on_entropy = 0;
+            }
+            // Dead only if another flow was acknowledged since this one last was: a path that
+            // is silent alone is broken; all paths silent together is congestion or the peer.
+            let mine = self.flows[fi].last_progress_at;
+            let others_alive = self
+                .flows
+                .iter()
+                .enumerate()
+                .any(|(j, g)| j != fi && g.last_progress_at > mine);
+            let f = &mut self.flows[fi];
+            if !f.dead
+                && others_alive
+                && f.consecutive_timeouts >= self.cfg.dead_after_timeouts.max(1)
+            {
+                f.dead = true;
+                self.stats.paths_died += 1;
+            }
+            let backoff = 1u64 << f.backoff.min(6);
+            f.rto_deadline = Some(now + (rto * backoff).min(max_rto));
+            self.cc.on_timeout(now, fi);
+        }
+        if self.pkts_outstanding > 0 && now >= self.last_heard + self.cfg.connection_timeout_ns {
+            self.fail(FailReason::AllPathsDead);
+        }
+    }
+}
+
+fn emit(out: &mut VecDeque<WorkCompletion>, conn: u32, m: &Msg) {
+    let status = m.error.unwrap_or(WcStatus::Success);
+    if !m.wr.signaled && status == WcStatus::Success {
+        return;
+    }
+    out.push_back(WorkCompletion {
+        wr_id: m.wr.wr_id,
+        conn,
+        opcode: match m.wr.kind {
+            WrKind::Send { .. } => WcOpcode::Send,
+            WrKind::Write { .. } => WcOpcode::Write,
+        },
+        status,
+        tag: m.wr.tag,
+        msn: m.msn,
+        byte_len: m.wr.len,
+        imm: None,
+    });
+}
+
+/// Retransmission timeout of flow `fi`: from its own RTT samples, or, before it has any, from
+/// the slowest sibling flow that has (same peer, so the best estimate there is), or else the
+/// generous initial timeout.
+fn rto_of(flows: &[Flow], fi: usize, cfg: &TransportConfig) -> u64 {
+    let f = &flows[fi];
+    if f.has_rtt {
+        return f.rto(cfg.min_rto_ns, cfg.max_rto_ns, cfg.initial_rto_ns);
+    }
+    flows
+        .iter()
+        .filter(|g| g.has_rtt)
+        .map(|g| g.rto(cfg.min_rto_ns, cfg.max_rto_ns, cfg.initial_rto_ns))
+        .max()
+        .unwrap_or_else(|| f.rto(cfg.min_rto_ns, cfg.max_rto_ns, cfg.initial_rto_ns))
+}

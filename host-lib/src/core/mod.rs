@@ -1,0 +1,236 @@
+//! The sans-IO transport core.
+//!
+//! Nothing in here touches a NIC, a socket, a thread or a clock: time is passed in (as NIC
+//! nanoseconds), NIC events are passed in, and what the core wants done comes out as TX
+//! descriptors ([`Connection::poll_transmit`]), completions ([`Connection::poll_completion`]) and
+//! a deadline ([`Connection::poll_timeout`]). The same inputs always give the same outputs, so
+//! tests run two endpoints on simulated time.
+//!
+//! - [`Connection`]: one connection: many Tags above, many flows (paths) below, one congestion
+//!   controller.
+//! - [`cc`]: the [`CongestionController`] trait and the default ECN AIMD controller capped by
+//!   the receiver's rate hint, with per-path pacing rates.
+//! - [`receiver`]: the receiver's fair-share computation that produces the rate hint the NIC
+//!   stamps on every ACK.
+
+pub mod cc;
+mod connection;
+mod flow;
+pub mod receiver;
+mod tags;
+
+pub use cc::{AckSample, CongestionController, ControllerFactory, EcnAimd, EcnAimdConfig};
+pub use connection::{ConnState, Connection, ConnectionStats, FailReason, PathStats};
+pub use receiver::FairShare;
+
+use std::sync::Arc;
+
+/// How a Tag completes its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TagMode {
+    /// Completions are delivered in MSN order per Tag, even when a later message finishes
+    /// first.
+    #[default]
+    Ordered,
+    /// Completions are delivered as messages finish.
+    Unordered,
+}
+
+/// Transport knobs shared by every connection of a context. The defaults suit the simulated
+/// links of the tests (RTTs of 5–20 µs).
+#[derive(Debug, Clone)]
+pub struct TransportConfig {
+    /// RTT assumed before the first sample (ns).
+    pub initial_rtt_ns: u64,
+    /// Lower bound of the retransmission timeout (ns).
+    pub min_rto_ns: u64,
+    /// Retransmission timeout of a flow before its first RTT sample (ns): generous, because a
+    /// first burst into an incast can sit in a deep queue far longer than any base RTT.
+    pub initial_rto_ns: u64,
+    /// Upper bound of the retransmission timeout after backoff (ns).
+    pub max_rto_ns: u64,
+    /// Consecutive timeouts of a flow on one entropy before the flow moves to a new entropy
+    /// (same flow, same FSNs, another route through the fabric).
+    pub same_entropy_retries: u32,
+    /// Consecutive timeouts after which a flow is considered dead, provided another flow of the
+    /// connection was acknowledged meanwhile (when every path goes quiet at once, that is
+    /// congestion or a dead peer, not a bad path; the connection timeout handles it). A dead
+    /// flow gets no new data and is only probed (its outstanding packets are resent at
+    /// backed-off timeouts) until an ACK revives it.
+    pub dead_after_timeouts: u32,
+    /// With data outstanding, no ACK or NAK on any flow for this long fails the connection.
+    pub connection_timeout_ns: u64,
+    /// First delay before resending a packet refused with "receiver not ready" (ns).
+    pub rnr_initial_backoff_ns: u64,
+    /// Largest delay between "receiver not ready" resends (ns).
+    pub rnr_max_backoff_ns: u64,
+    /// "Receiver not ready" refusals of one message before it fails with
+    /// [`WcStatus::RnrRetryExceeded`] and the connection fails (`None` = retry forever, as
+    /// ibverbs' `rnr_retry = 7`).
+    pub rnr_retry_limit: Option<u32>,
+    /// Send queue depth: work requests posted and not yet completed, per connection.
+    pub max_send_wr: u32,
+    /// Our line rate (Mb/s): the pacing ceiling, and what the CM exchange announces.
+    pub line_rate_mbps: u32,
+    /// Packets a flow may send back to back after being idle (pacing burst).
+    pub pacing_burst_packets: u32,
+    /// Builds the congestion controller of each connection.
+    pub congestion: Arc<dyn ControllerFactory>,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            initial_rtt_ns: 20_000,
+            min_rto_ns: 100_000,
+            initial_rto_ns: 1_000_000,
+            max_rto_ns: 5_000_000,
+            same_entropy_retries: 2,
+            dead_after_timeouts: 3,
+            connection_timeout_ns: 20_000_000,
+            rnr_initial_backoff_ns: 20_000,
+            rnr_max_backoff_ns: 1_000_000,
+            rnr_retry_limit: None,
+            max_send_wr: 4096,
+            line_rate_mbps: 100_000,
+            pacing_burst_packets: 8,
+            congestion: Arc::new(EcnAimdConfig::default()),
+        }
+    }
+}
+
+/// What the two ends agreed in the CM exchange, plus local table facts: everything a
+/// [`Connection`] needs to exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionParams {
+    /// Our connection id (the NIC's connection table index).
+    pub local_conn: u32,
+    /// Flows (paths), the same count in both directions.
+    pub flows: u16,
+    /// Payload bytes per packet.
+    pub mtu: u32,
+    /// Completion mode of every Tag; its length is the Tag count.
+    pub tag_modes: Vec<TagMode>,
+    /// First FSN of every flow we send on.
+    pub tx_initial_fsn: u32,
+    /// The peer NIC's message slots per Tag: at most this many incomplete messages per Tag.
+    pub msg_slots: u32,
+    /// Our NIC's receive buffers per Tag: at most this many posted receives per Tag.
+    pub recv_depth: u32,
+    /// Entropies (UDP source ports) flows start on and move to; at least `flows` of them.
+    pub entropies: Vec<u16>,
+}
+
+/// Where a posted work request's data lives, already translated to DMA addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WrKind {
+    /// A Send consuming the peer's next posted receive of the Tag.
+    Send {
+        /// Immediate data (a SendImm), if any.
+        imm: Option<u32>,
+    },
+    /// An RDMA Write.
+    Write {
+        /// Remote address of the first byte.
+        remote_va: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data (a WriteImm, which surfaces a completion at the peer), if any.
+        imm: Option<u32>,
+    },
+}
+
+/// A send-side work request for the core: local data as a DMA address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkRequest {
+    /// Caller's identifier, returned in the completion.
+    pub wr_id: u64,
+    /// Tag (ordered message stream).
+    pub tag: u16,
+    /// DMA address of the first local byte.
+    pub local_addr: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// Send or Write.
+    pub kind: WrKind,
+    /// Surface a successful completion (errors always surface).
+    pub signaled: bool,
+    /// Set the solicited-event bit on the last packet.
+    pub solicited: bool,
+}
+
+/// The kind of a completed work request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WcOpcode {
+    /// Our Send (or SendImm) was received in full.
+    Send,
+    /// Our Write (or WriteImm) was placed in full.
+    Write,
+    /// A posted receive was filled by the peer's Send.
+    Recv,
+    /// The peer's WriteImm was placed; carries its immediate data. Consumes no posted receive.
+    RecvWriteImm,
+}
+
+impl WcOpcode {
+    /// True for receive-side completions (they go to the receive CQ).
+    pub fn is_recv(self) -> bool {
+        matches!(self, WcOpcode::Recv | WcOpcode::RecvWriteImm)
+    }
+}
+
+/// Outcome of a work request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WcStatus {
+    /// Done.
+    Success,
+    /// The peer refused at least one packet for a bad rkey, missing rights or bounds; nothing of
+    /// those packets was written. The connection stays usable.
+    RemoteAccessError,
+    /// The peer refused a packet as contradicting its message (for a Send: longer than the
+    /// posted buffer). The connection stays usable.
+    RemoteInvalidRequest,
+    /// A received Send did not fit the posted buffer (receive side).
+    LocalLengthError,
+    /// The peer kept refusing the message for lack of a posted receive.
+    RnrRetryExceeded,
+    /// The connection failed before this request completed.
+    Flushed,
+}
+
+/// One completed work request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkCompletion {
+    /// The request's `wr_id` (for `RecvWriteImm`: 0, no receive is consumed).
+    pub wr_id: u64,
+    /// Local connection id.
+    pub conn: u32,
+    /// What completed.
+    pub opcode: WcOpcode,
+    /// Outcome.
+    pub status: WcStatus,
+    /// Tag.
+    pub tag: u16,
+    /// MSN within the Tag.
+    pub msn: u32,
+    /// Message length in bytes.
+    pub byte_len: u32,
+    /// Immediate data, when the message carried some.
+    pub imm: Option<u32>,
+}
+
+/// Why the core refused a request. The API layer maps these into [`crate::Error`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CoreError {
+    /// The Tag is beyond the connection's Tag count.
+    InvalidTag(u16),
+    /// The send queue already holds `max_send_wr` incomplete requests.
+    SendQueueFull,
+    /// The Tag already holds `recv_depth` posted receives.
+    RecvQueueFull,
+    /// The connection has failed or closed.
+    NotUsable,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,186 @@
+//! The receiver's side of congestion control: each active sender's fair share of our inbound
+//! capacity, which the NIC stamps as the rate hint on every ACK of that sender's connection.
+//!
+//! Max-min fairness (water filling): senders whose demand (their line rate, from the CM
+//! exchange) is below an equal share get their demand; the rest is split equally among the
+//! others. A sender is active while its flows have made progress within the activity timeout.
+//! An inactive sender's hint is the share it would get if it started now (capacity divided by one
+//! more than the active count, at most its demand), so a sender that starts into an incast starts
+//! at the right rate instead of probing. Because every ACK carries the hint, senders reach their
+//! shares one RTT after the receiver recomputes.
+
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy)]
+struct Sender {
+    demand_mbps: u32,
+    progress: u64,
+    last_progress_at: Option<u64>,
+    hint: u32,
+}
+
+/// Fair-share rate hints for the senders of one receiver.
+#[derive(Debug, Clone)]
+pub struct FairShare {
+    capacity_mbps: u32,
+    activity_timeout_ns: u64,
+    senders: BTreeMap<u32, Sender>,
+}
+
+impl FairShare {
+    /// A receiver with `capacity_mbps` of inbound capacity; senders without progress for
+    /// `activity_timeout_ns` count as inactive.
+    pub fn new(capacity_mbps: u32, activity_timeout_ns: u64) -> Self {
+        FairShare {
+            capacity_mbps,
+            activity_timeout_ns,
+            senders: BTreeMap::new(),
+        }
+    }
+
+    /// Inbound capacity (Mb/s).
+    pub fn capacity(&self) -> u32 {
+        self.capacity_mbps
+    }
+
+    /// Adds (or updates) a sender, identified by our connection id, with its line rate.
+    pub fn add_sender(&mut self, conn: u32, demand_mbps: u32) {
+        let demand_mbps = if demand_mbps == 0 {
+            self.capacity_mbps
+        } else {
+            demand_mbps
+        };
+        let e = self.senders.entry(conn).or_insert(Sender {
+            demand_mbps,
+            progress: 0,
+            last_progress_at: None,
+            hint: 0,
+        });
+        e.demand_mbps = demand_mbps;
+    }
+
+    /// Forgets a sender.
+    pub fn remove_sender(&mut self, conn: u32) {
+        self.senders.remove(&conn);
+    }
+
+    /// Reports a sender's progress counter (any measure that grows while its data arrives,
+    /// e.g. the sum of its flows' cumulative FSN advances).
+    pub fn observe(&mut self, conn: u32, now: u64, progress: u64) {
+        if let Some(s) = self.senders.get_mut(&conn)
+            && progress != s.progress
+        {
+            s.progress = progress;
+            s.last_progress_at = Some(now);
+        }
+    }
+
+    fn active(&self, s: &Sender, now: u64) -> bool {
+        s.last_progress_at
+            .is_some_and(|t| now.saturating_sub(t) <= self.activity_timeout_ns)
+    }
+
+    /// Number of senders active at `now`.
+    pub fn active_count(&self, now: u64) -> usize {
+        self.senders
+            .values()
+            .filter(|s| self.active(s, now))
+            .count()
+    }
+
+    /// The current hint of a sender (Mb/s).
+    pub fn hint(&self, conn: u32) -> Option<u32> {
+        self.senders.get(&conn).map(|s| s.hint)
+    }
+
+    /// Recomputes every hint at `now`; calls `changed(conn, mbps)` for each hint that changed.
+    pub fn compute(&mut self, now: u64, mut changed: impl FnMut(u32, u32)) {
+        let mut active: Vec<(u32, u32)> = self
+            .senders
+            .iter()
+            .filter(|(_, s)| self.active(s, now))
+            .map(|(&c, s)| (c, s.demand_mbps))
+            .collect();
+        active.sort_by_key(|&(_, d)| d);
+        let mut remaining = self.capacity_mbps as u64;
+        let mut left = active.len() as u64;
+        let mut shares = BTreeMap::new();
+        for &(conn, demand) in &active {
+            let share = remaining / left.max(1);
+            let give = (demand as u64).min(share);
+            shares.insert(conn, give as u32);
+            remaining -= give;
+            left -= 1;
+        }
+        let newcomer = self.capacity_mbps / (active.len() as u32 + 1);
+        for (&conn, s) in self.senders.iter_mut() {
+            let hint = match shares.get(&conn) {
+                Some(&h) => h.max(1),
+                None => newcomer.min(s.demand_mbps).max(1),
+            };
+            if hint != s.hint {
+                s.hint = hint;
+                changed(conn, hint);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hints(f: &mut FairShare, now: u64) -> BTreeMap<u32, u32> {
+        f.compute(now, |_, _| {});
+        f.senders.iter().map(|(&c, s)| (c, s.hint)).collect()
+    }
+
+    #[test]
+    fn active_senders_split_the_capacity_equally() {
+        let mut f = FairShare::new(100_000, 10_000);
+        for c in 1..=4 {
+            f.add_sender(c, 100_000);
+            f.observe(c, 1_000, 7);
+        }
+        let h = hints(&mut f, 2_000);
+        assert!(h.values().all(|&v| v == 25_000), "{h:?}");
+        // One goes quiet: the other three get a third each, the quiet one a newcomer's share.
+        for c in 1..=3 {
+            f.observe(c, 15_000, 9);
+        }
+        let h = hints(&mut f, 16_000);
+        assert_eq!(h[&1], 33_333);
+        assert_eq!(h[&4], 25_000, "a newcomer would be the fourth");
+    }
+
+    #[test]
+    fn max_min_gives_slow_senders_their_demand_and_the_rest_to_the_others() {
+        let mut f = FairShare::new(100_000, 10_000);
+        f.add_sender(1, 10_000);
+        f.add_sender(2, 100_000);
+        f.add_sender(3, 100_000);
+        for c in 1..=3 {
+            f.observe(c, 0, 1);
+        }
+        let mut changes = vec![];
+        f.compute(1, |c, h| changes.push((c, h)));
+        changes.sort();
+        assert_eq!(changes, vec![(1, 10_000), (2, 45_000), (3, 45_000)]);
+        // Nothing changes: no callbacks.
+        f.compute(2, |_, _| panic!("no change expected"));
+    }
+
+    #[test]
+    fn a_lone_sender_gets_everything_up_to_its_demand() {
+        let mut f = FairShare::new(100_000, 10_000);
+        f.add_sender(9, 40_000);
+        assert_eq!(hints(&mut f, 0)[&9], 40_000);
+        f.add_sender(8, 0);
+        f.observe(8, 0, 5);
+        let h = hints(&mut f, 1);
+        assert_eq!(
+            h[&8], 100_000,
+            "demand 0 means 'as fast as the receiver takes'"
+        );
+    }
+}

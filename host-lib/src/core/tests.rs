@@ -1,0 +1,428 @@
+//! Unit tests of [`Connection`] driven by synthesized NIC events: exact control over which
+//! packet is acknowledged when.
+
+use super::*;
+use ferroce_proto::hsi::{Event, TxDescriptor, descriptor::FLAG_ACK_REQ};
+use ferroce_proto::wire::{NakReason, fsn_add};
+
+const MTU: u32 = 1000;
+
+fn params(flows: u16, modes: &[TagMode]) -> ConnectionParams {
+    ConnectionParams {
+        local_conn: 7,
+        flows,
+        mtu: MTU,
+        tag_modes: modes.to_vec(),
+        tx_initial_fsn: 0xff_fff0,
+        msg_slots: 8,
+        recv_depth: 16,
+        entropies: (100..164).collect(),
+    }
+}
+
+/// A ready connection. Pacing bursts are made large so that a test sees whole batches at one
+/// instant (pacing itself has its own test).
+fn ready(flows: u16, modes: &[TagMode], cfg: TransportConfig) -> Connection {
+    let cfg = TransportConfig {
+        pacing_burst_packets: 1000,
+        ..cfg
+    };
+    let mut c = Connection::new(params(flows, modes), cfg, 0);
+    c.set_ready(0);
+    c
+}
+
+fn write(wr_id: u64, tag: u16, len: u32) -> WorkRequest {
+    WorkRequest {
+        wr_id,
+        tag,
+        local_addr: 0x1000 * (wr_id + 1),
+        len,
+        kind: WrKind::Write {
+            remote_va: 0x9000_0000,
+            rkey: 0x105,
+            imm: None,
+        },
+        signaled: true,
+        solicited: false,
+    }
+}
+
+fn send_all(c: &mut Connection, now: u64) -> Vec<TxDescriptor> {
+    let mut out = Vec::new();
+    c.poll_transmit(now, 10_000, &mut out);
+    out
+}
+
+/// An ACK of `flow` with cumulative FSN `cum` and the given FSNs SACKed.
+fn ack(flow: u16, cum: u32, sacked: &[u32], ts: u32) -> Event {
+    let mut sack = [0u8; 32];
+    for &f in sacked {
+        let i = ferroce_proto::wire::fsn_diff(f, cum) - 1;
+        assert!((0..256).contains(&i));
+        sack[i as usize / 8] |= 1 << (i % 8);
+    }
+    Event::Ack {
+        conn: 7,
+        flow,
+        cum_fsn: cum,
+        ecn_echo: false,
+        ce_count: 0,
+        rate_hint_mbps: 0,
+        ts_echo: ts,
+        sack,
+    }
+}
+
+fn completions(c: &mut Connection) -> Vec<WorkCompletion> {
+    std::iter::from_fn(|| c.poll_completion()).collect()
+}
+
+/// Acknowledges every descriptor cumulatively, flow by flow.
+fn ack_all(c: &mut Connection, descs: &[TxDescriptor], now: u64) {
+    let mut hi: std::collections::BTreeMap<u16, u32> = Default::default();
+    for d in descs {
+        let e = hi.entry(d.flow).or_insert(d.fsn);
+        if ferroce_proto::wire::fsn_diff(d.fsn, *e) > 0 {
+            *e = d.fsn;
+        }
+    }
+    for (flow, fsn) in hi {
+        c.handle_event(now, &ack(flow, fsn_add(fsn, 1), &[], now as u32));
+    }
+}
+
+#[test]
+fn packets_are_sprayed_over_flows_with_per_flow_fsns_and_entropies() {
+    let mut c = ready(4, &[TagMode::Ordered], TransportConfig::default());
+    c.post(write(1, 0, 8 * MTU)).unwrap();
+    let d = send_all(&mut c, 0);
+    assert_eq!(d.len(), 8);
+    for f in 0..4u16 {
+        let on: Vec<&TxDescriptor> = d.iter().filter(|x| x.flow == f).collect();
+        assert_eq!(on.len(), 2, "even spray");
+        assert_eq!(on[0].fsn, 0xff_fff0);
+        assert_eq!(on[1].fsn, 0xff_fff1);
+        assert_eq!(on[0].entropy, 100 + f);
+    }
+    let offsets: Vec<u32> = d.iter().map(|x| x.offset).collect();
+    assert_eq!(offsets, (0..8).map(|i| i * MTU).collect::<Vec<_>>());
+    assert!(d[7].flags & FLAG_ACK_REQ != 0, "the tail requests ACKs");
+    assert!(d[0].flags & FLAG_ACK_REQ == 0);
+    ack_all(&mut c, &d, 10_000);
+    let wcs = completions(&mut c);
+    assert_eq!(wcs.len(), 1);
+    assert_eq!((wcs[0].wr_id, wcs[0].status), (1, WcStatus::Success));
+}
+
+#[test]
+fn a_hole_is_resent_once_per_observation_not_once_per_ack() {
+    let mut c = ready(1, &[TagMode::Ordered], TransportConfig::default());
+    c.post(write(1, 0, 8 * MTU)).unwrap();
+    let d = send_all(&mut c, 0);
+    assert_eq!(d.len(), 8);
+    let f0 = d[0].fsn;
+    // FSN 2 is lost: ACKs keep showing the hole while later packets arrive.
+    for k in 3..8u32 {
+        let sacked: Vec<u32> = (3..=k).map(|i| fsn_add(f0, i)).collect();
+        c.handle_event(1000 + k as u64, &ack(0, fsn_add(f0, 2), &sacked, 0));
+    }
+    let r = send_all(&mut c, 2_000);
+    assert_eq!(
+        r.len(),
+        1,
+        "one resend for one hole, whatever the number of ACKs"
+    );
+    assert_eq!(r[0].fsn, fsn_add(f0, 2));
+    assert_eq!((r[0].flow, r[0].offset), (0, 2 * MTU));
+    assert_eq!(c.stats().retx_sack, 1);
+    // The same ACK again: nothing new was delivered after the resend, so nothing is resent.
+    let sacked: Vec<u32> = (3..8).map(|i| fsn_add(f0, i)).collect();
+    c.handle_event(3_000, &ack(0, fsn_add(f0, 2), &sacked, 0));
+    assert!(send_all(&mut c, 3_000).is_empty());
+    // The resend arrives: the message completes.
+    c.handle_event(4_000, &ack(0, fsn_add(f0, 8), &[], 0));
+    assert_eq!(completions(&mut c).len(), 1);
+}
+
+#[test]
+fn ordered_tags_complete_in_msn_order_unordered_on_arrival() {
+    for mode in [TagMode::Ordered, TagMode::Unordered] {
+        let mut c = ready(2, &[mode], TransportConfig::default());
+        // A: 3 packets, B: 1 packet, on the same Tag.
+        c.post(write(1, 0, 3 * MTU)).unwrap();
+        c.post(write(2, 0, 10)).unwrap();
+        let d = send_all(&mut c, 0);
+        assert_eq!(d.len(), 4);
+        // Acknowledge B's packet and two of A's; A's middle packet later.
+        let b = d.iter().find(|x| x.msn == 1).unwrap();
+        let a1 = d.iter().find(|x| x.msn == 0 && x.offset == MTU).unwrap();
+        for x in &d {
+            if x.msn == 0 && x.offset == MTU {
+                continue;
+            }
+            if x.flow == a1.flow && x.fsn != a1.fsn {
+                // Same flow as the missing one: SACK it above the hole.
+                c.handle_event(100, &ack(x.flow, a1.fsn, &[x.fsn], 0));
+            } else if x.flow != a1.flow {
+                c.handle_event(100, &ack(x.flow, fsn_add(x.fsn, 1), &[], 0));
+            }
+        }
+        let _ = b;
+        let early: Vec<u64> = completions(&mut c).iter().map(|w| w.wr_id).collect();
+        match mode {
+            TagMode::Ordered => assert!(early.is_empty(), "B must wait for A: {early:?}"),
+            TagMode::Unordered => assert_eq!(early, vec![2], "B completes on arrival"),
+        }
+        c.handle_event(200, &ack(a1.flow, fsn_add(a1.fsn, 2), &[], 0));
+        let late: Vec<u64> = completions(&mut c).iter().map(|w| w.wr_id).collect();
+        match mode {
+            TagMode::Ordered => assert_eq!(late, vec![1, 2]),
+            TagMode::Unordered => assert_eq!(late, vec![1]),
+        }
+    }
+}
+
+#[test]
+fn one_tag_blocked_by_its_slots_does_not_block_another() {
+    let mut c = ready(
+        4,
+        &[TagMode::Ordered, TagMode::Ordered],
+        TransportConfig::default(),
+    );
+    for i in 0..12 {
+        c.post(write(i, 0, 10)).unwrap();
+    }
+    c.post(write(100, 1, 10)).unwrap();
+    let d = send_all(&mut c, 0);
+    let tag0: Vec<u32> = d.iter().filter(|x| x.tag == 0).map(|x| x.msn).collect();
+    assert_eq!(
+        tag0,
+        (0..8).collect::<Vec<_>>(),
+        "at most msg_slots incomplete per Tag"
+    );
+    assert!(d.iter().any(|x| x.tag == 1), "Tag 1 is not held by Tag 0");
+    // Completing msn 0 lets msn 8 go.
+    let m0 = d.iter().find(|x| x.tag == 0 && x.msn == 0).unwrap();
+    c.handle_event(50, &ack(m0.flow, fsn_add(m0.fsn, 1), &[], 0));
+    let d2 = send_all(&mut c, 100);
+    assert_eq!(d2.iter().map(|x| x.msn).collect::<Vec<_>>(), vec![8]);
+}
+
+#[test]
+fn a_fence_holds_later_requests_until_earlier_ones_complete() {
+    let mut c = ready(
+        2,
+        &[TagMode::Ordered, TagMode::Unordered],
+        TransportConfig::default(),
+    );
+    c.post(write(1, 0, 2 * MTU)).unwrap();
+    c.fence().unwrap();
+    c.post(write(2, 1, 10)).unwrap();
+    let d = send_all(&mut c, 0);
+    assert!(
+        d.iter().all(|x| x.tag == 0),
+        "nothing after the fence leaves"
+    );
+    ack_all(&mut c, &d, 1000);
+    let d2 = send_all(&mut c, 1000);
+    assert_eq!(d2.len(), 1);
+    assert_eq!(d2[0].tag, 1);
+}
+
+#[test]
+fn a_terminal_nak_fails_the_request_and_counts_the_packet_as_received() {
+    let mut c = ready(1, &[TagMode::Ordered], TransportConfig::default());
+    c.post(write(1, 0, 2 * MTU)).unwrap();
+    c.post(write(2, 0, 10)).unwrap();
+    let d = send_all(&mut c, 0);
+    c.handle_event(
+        10,
+        &Event::Nak {
+            conn: 7,
+            flow: 0,
+            fsn: d[1].fsn,
+            reason: NakReason::RemoteAccess,
+            tag: 0,
+            msn: 0,
+            offset: MTU,
+        },
+    );
+    // The receiver consumed it: the ACK moves past it, nothing is resent.
+    c.handle_event(20, &ack(0, fsn_add(d[2].fsn, 1), &[], 0));
+    assert!(send_all(&mut c, 30).is_empty());
+    let wcs = completions(&mut c);
+    assert_eq!(wcs.len(), 2);
+    assert_eq!(
+        (wcs[0].wr_id, wcs[0].status),
+        (1, WcStatus::RemoteAccessError)
+    );
+    assert_eq!((wcs[1].wr_id, wcs[1].status), (2, WcStatus::Success));
+    assert_eq!(c.state(), ConnState::Ready);
+}
+
+#[test]
+fn receiver_not_ready_parks_the_packet_and_backs_off() {
+    let cfg = TransportConfig::default();
+    let backoff = cfg.rnr_initial_backoff_ns;
+    let mut c = ready(1, &[TagMode::Ordered], cfg);
+    c.post(WorkRequest {
+        kind: WrKind::Send { imm: None },
+        ..write(1, 0, 10)
+    })
+    .unwrap();
+    let d = send_all(&mut c, 0);
+    let nak = Event::Nak {
+        conn: 7,
+        flow: 0,
+        fsn: d[0].fsn,
+        reason: NakReason::ReceiverNotReady,
+        tag: 0,
+        msn: 0,
+        offset: 0,
+    };
+    c.handle_event(10, &nak);
+    assert!(send_all(&mut c, 11).is_empty(), "not before the backoff");
+    assert_eq!(c.poll_timeout(), Some(10 + backoff));
+    let r = send_all(&mut c, 10 + backoff);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].fsn, d[0].fsn, "same flow, same FSN");
+    c.handle_event(20 + backoff, &nak);
+    assert!(
+        send_all(&mut c, 20 + 2 * backoff - 1).is_empty(),
+        "the backoff doubled"
+    );
+    assert_eq!(send_all(&mut c, 20 + 3 * backoff).len(), 1);
+    assert_eq!(c.stats().retransmissions(), 0);
+    assert_eq!(c.stats().resent_not_ready, 2);
+}
+
+#[test]
+fn timeouts_change_entropy_then_declare_the_path_dead_and_an_ack_revives_it() {
+    let cfg = TransportConfig {
+        same_entropy_retries: 2,
+        dead_after_timeouts: 3,
+        connection_timeout_ns: u64::MAX / 4,
+        ..TransportConfig::default()
+    };
+    let mut c = ready(2, &[TagMode::Ordered], cfg);
+    c.post(write(1, 0, 2 * MTU)).unwrap();
+    let d = send_all(&mut c, 0);
+    // Flow 1 answers; flow 0 is blackholed.
+    let on1 = d.iter().find(|x| x.flow == 1).unwrap();
+    c.handle_event(10_000, &ack(1, fsn_add(on1.fsn, 1), &[], 0));
+    let lost = d.iter().find(|x| x.flow == 0).unwrap();
+    let mut entropies = vec![lost.entropy];
+    let mut now = 10_000;
+    for _ in 0..3 {
+        now = c.poll_timeout().unwrap();
+        c.handle_timeout(now);
+        let r = send_all(&mut c, now);
+        assert_eq!(r.len(), 1);
+        assert_eq!((r[0].flow, r[0].fsn), (0, lost.fsn), "same flow and FSN");
+        entropies.push(r[0].entropy);
+    }
+    assert_eq!(
+        entropies[1], entropies[0],
+        "first retry on the same entropy"
+    );
+    assert_ne!(
+        entropies[2], entropies[1],
+        "entropy changes after two timeouts"
+    );
+    assert!(c.paths()[0].dead);
+    assert_eq!(c.stats().paths_died, 1);
+    // New data avoids the dead flow.
+    c.post(write(2, 0, 4 * MTU)).unwrap();
+    let fresh = send_all(&mut c, now + 1);
+    assert!(
+        !fresh.is_empty() && fresh.iter().all(|x| x.flow == 1),
+        "{fresh:?}"
+    );
+    // The probe gets through: the flow is back.
+    c.handle_event(now + 100, &ack(0, fsn_add(lost.fsn, 1), &[], 0));
+    assert!(!c.paths()[0].dead);
+    assert_eq!(c.stats().paths_revived, 1);
+}
+
+#[test]
+fn no_ack_on_any_path_fails_the_connection_and_flushes() {
+    let cfg = TransportConfig {
+        connection_timeout_ns: 1_000_000,
+        ..TransportConfig::default()
+    };
+    let mut c = ready(2, &[TagMode::Ordered], cfg);
+    c.post(write(1, 0, 3 * MTU)).unwrap();
+    c.post(write(2, 0, 10)).unwrap();
+    c.post_recv(0, 50, 0x5000, 100).unwrap();
+    send_all(&mut c, 0);
+    let mut now = 0;
+    while let Some(t) = c.poll_timeout() {
+        assert!(t < 10_000_000, "no deadline past the connection timeout");
+        now = t;
+        c.handle_timeout(now);
+        send_all(&mut c, now);
+    }
+    assert_eq!(c.state(), ConnState::Failed(FailReason::AllPathsDead));
+    assert!((1_000_000..2_000_000).contains(&now), "failed at {now}");
+    let wcs = completions(&mut c);
+    let ids: Vec<(u64, WcStatus)> = wcs.iter().map(|w| (w.wr_id, w.status)).collect();
+    assert_eq!(
+        ids,
+        vec![
+            (1, WcStatus::Flushed),
+            (2, WcStatus::Flushed),
+            (50, WcStatus::Flushed)
+        ]
+    );
+    assert_eq!(c.post(write(3, 0, 1)), Err(CoreError::NotUsable));
+}
+
+#[test]
+fn invalid_requests_are_typed_errors() {
+    let cfg = TransportConfig {
+        max_send_wr: 2,
+        ..TransportConfig::default()
+    };
+    let mut c = ready(1, &[TagMode::Ordered], cfg);
+    assert_eq!(c.post(write(1, 3, 1)), Err(CoreError::InvalidTag(3)));
+    assert_eq!(c.post_recv(9, 1, 0, 1), Err(CoreError::InvalidTag(9)));
+    c.post(write(1, 0, 1)).unwrap();
+    c.post(write(2, 0, 1)).unwrap();
+    assert_eq!(c.post(write(3, 0, 1)), Err(CoreError::SendQueueFull));
+    for i in 0..16 {
+        c.post_recv(0, i, 0, 1).unwrap();
+    }
+    assert_eq!(c.post_recv(0, 16, 0, 1), Err(CoreError::RecvQueueFull));
+    // Events for unknown flows or FSNs never sent are ignored, not trusted.
+    c.handle_event(1, &ack(5, 0, &[], 0));
+    c.handle_event(1, &ack(0, 12345, &[], 0));
+    assert_eq!(c.stats().ignored_events, 1);
+    assert!(completions(&mut c).is_empty());
+}
+
+#[test]
+fn pacing_spaces_packets_at_the_controllers_rate() {
+    let cfg = TransportConfig {
+        pacing_burst_packets: 1,
+        ..TransportConfig::default()
+    };
+    let mut c = Connection::new(params(1, &[TagMode::Ordered]), cfg, 0);
+    c.set_ready(0);
+    c.post(write(1, 0, 20 * MTU)).unwrap();
+    let rate = c.paths()[0].pacing_rate;
+    let gap = ((MTU + 100) as f64 / rate) as u64;
+    let mut times = vec![];
+    let mut now = 0;
+    while times.len() < 5 {
+        let mut out = vec![];
+        if c.poll_transmit(now, 100, &mut out) > 0 {
+            assert_eq!(out.len(), 1, "one packet per pacing slot");
+            times.push(now);
+        }
+        now = c.poll_timeout().unwrap().max(now + 1);
+    }
+    for w in times.windows(2) {
+        assert_eq!(w[1] - w[0], gap, "{times:?}");
+    }
+}

@@ -1,0 +1,1188 @@
+//! Two nodes, each a `ferroce::Context` over the model NIC, joined by the simulated lossy
+//! multipath link, stepped on simulated time (quinn's `Pair` pattern). A sends to B; B accepts
+//! the connection and posts receives as the harness asks.
+//!
+//! Every run checks: every byte intact (CRC-32 of source and destination), one completion per
+//! message with the expected status, per-Tag completion order (MSN order on ordered Tags, on
+//! both sides), no spurious errors, and retransmissions close to the data packets the link
+//! actually lost (see [`check_retransmissions`] for the tolerance).
+//!
+//! `FERROCE_LONG=1` runs bigger workloads over more seeds.
+
+use ferroce::{
+    AcceptOptions, Access, CmEvent, ConnId, ConnState, ConnectOptions, Context, Cq, DeviceConfig,
+    FailReason, MemoryRegion, PathOptions, Pd, RecvRequest, SendRequest, TagMode, WcOpcode,
+    WcStatus, WorkCompletion, WriteRequest,
+};
+use ferroce_driver::{ModelNic, SimPort};
+use ferroce_proto::hsi::TableSizes;
+use ferroce_proto::wire::{EthernetAddress, ROCEV2_UDP_PORT, TransportRepr, parse_frame};
+use ferroce_sim::link::{Link, LinkConfig, Side, path_of};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::IpAddr;
+
+fn long() -> bool {
+    std::env::var("FERROCE_LONG").is_ok_and(|v| v == "1")
+}
+
+/// Deterministic bytes.
+fn fill(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+struct Node {
+    ctx: Context<ModelNic>,
+    pd: Pd,
+    scq: Cq,
+    rcq: Cq,
+    mac: EthernetAddress,
+    ip: IpAddr,
+    conn: Option<ConnId>,
+    send_wcs: Vec<WorkCompletion>,
+    recv_wcs: Vec<WorkCompletion>,
+    failed: Vec<(ConnId, FailReason)>,
+}
+
+impl Node {
+    fn new(last: u8, cfg: impl FnOnce(&mut DeviceConfig)) -> Node {
+        let mac = EthernetAddress([2, 0, 0, 0, 0, last]);
+        let ip: IpAddr = format!("10.0.0.{last}").parse().unwrap();
+        let mut dc = DeviceConfig::new(mac, ip);
+        dc.fsn_seed = 0xabc0 + last as u32;
+        cfg(&mut dc);
+        let mut ctx = Context::open(ModelNic::new(TableSizes::default()), dc).unwrap();
+        let pd = ctx.alloc_pd();
+        let scq = ctx.create_cq(1 << 16).unwrap();
+        let rcq = ctx.create_cq(1 << 16).unwrap();
+        Node {
+            ctx,
+            pd,
+            scq,
+            rcq,
+            mac,
+            ip,
+            conn: None,
+            send_wcs: vec![],
+            recv_wcs: vec![],
+            failed: vec![],
+        }
+    }
+}
+
+/// What the link did to data and control frames, by direction.
+#[derive(Debug, Default, Clone, Copy)]
+struct Wire {
+    data_sent: u64,
+    data_lost: u64,
+    ctrl_sent: u64,
+    ctrl_lost: u64,
+}
+
+/// One data frame A put on the link.
+#[derive(Debug, Clone, Copy)]
+struct DataFrame {
+    time: u64,
+    tag: u16,
+    path: u32,
+}
+
+struct Pair {
+    a: Node,
+    b: Node,
+    link: Link,
+    now: u64,
+    wire: Wire,
+    a_frames: Vec<DataFrame>,
+    steps: u64,
+    /// Next MSN per Tag on A's connection (workloads continue where the last one stopped).
+    next_msn: HashMap<u16, u32>,
+}
+
+struct PairConfig {
+    link: LinkConfig,
+    tags: Vec<TagMode>,
+    paths: u16,
+    mtu: u32,
+    transport: Box<dyn Fn(&mut DeviceConfig)>,
+}
+
+impl Default for PairConfig {
+    fn default() -> Self {
+        PairConfig {
+            link: LinkConfig::default(),
+            tags: vec![TagMode::Ordered],
+            paths: 4,
+            mtu: 1024,
+            transport: Box::new(|_| {}),
+        }
+    }
+}
+
+impl Pair {
+    /// Two nodes, connected (A requests, B accepts).
+    fn connect(cfg: PairConfig) -> Pair {
+        let a = Node::new(1, &cfg.transport);
+        let b = Node::new(2, &cfg.transport);
+        let mut p = Pair {
+            a,
+            b,
+            link: Link::new(cfg.link.clone()),
+            now: 0,
+            wire: Wire::default(),
+            a_frames: vec![],
+            steps: 0,
+            next_msn: HashMap::new(),
+        };
+        p.b.ctx.listen(true);
+        let mut opts = ConnectOptions::new(p.a.pd, p.a.scq, p.a.rcq, p.b.mac, p.b.ip);
+        opts.tags = cfg.tags.clone();
+        opts.mtu = cfg.mtu;
+        opts.paths = PathOptions {
+            count: cfg.paths,
+            ..PathOptions::default()
+        };
+        p.a.conn = Some(p.a.ctx.connect(&opts).unwrap());
+        let established = p.run_until(5_000_000, |p| {
+            p.b.conn.is_some()
+                && p.a.ctx.conn_state(p.a.conn.unwrap()).unwrap() == ConnState::Ready
+                && p.b.ctx.conn_state(p.b.conn.unwrap()).unwrap() == ConnState::Ready
+        });
+        assert!(established, "connection not established");
+        p
+    }
+
+    fn ca(&self) -> ConnId {
+        self.a.conn.unwrap()
+    }
+
+    fn cb(&self) -> ConnId {
+        self.b.conn.unwrap()
+    }
+
+    fn handle_cm(node: &mut Node) {
+        while let Some(ev) = node.ctx.poll_cm() {
+            match ev {
+                CmEvent::ConnectRequest(req) => {
+                    let opts = AcceptOptions {
+                        pd: node.pd,
+                        send_cq: node.scq,
+                        recv_cq: node.rcq,
+                    };
+                    node.conn = Some(node.ctx.accept(&req, &opts).unwrap());
+                }
+                CmEvent::Established(c) => assert!(node.conn == Some(c) || node.conn.is_none()),
+                CmEvent::Failed(c, r) => node.failed.push((c, r)),
+            }
+        }
+    }
+
+    /// One step: both contexts make progress, frames go on the link, due frames are delivered,
+    /// CQs are drained; then time advances to the next thing that happens.
+    fn step(&mut self) {
+        self.steps += 1;
+        let now = self.now;
+        let wa = self.a.ctx.progress(now).unwrap();
+        let wb = self.b.ctx.progress(now).unwrap();
+        Self::handle_cm(&mut self.a);
+        Self::handle_cm(&mut self.b);
+        for side in [Side::A, Side::B] {
+            let node = if side == Side::A {
+                &mut self.a
+            } else {
+                &mut self.b
+            };
+            while let Some(frame) = node.ctx.nic_mut().transmit_frame() {
+                let info = parse_frame(&frame, ROCEV2_UDP_PORT).ok().map(|f| {
+                    let d = match f.transport {
+                        TransportRepr::Data(d) => Some(d.tag),
+                        _ => None,
+                    };
+                    (d, f.udp.src_port)
+                });
+                let fate = self.link.send(now, side, frame);
+                match info {
+                    Some((Some(tag), sport)) => {
+                        if side == Side::A {
+                            self.wire.data_sent += 1;
+                            self.wire.data_lost += fate.lost as u64;
+                            self.a_frames.push(DataFrame {
+                                time: now,
+                                tag,
+                                path: path_of(sport, self.link.config().paths),
+                            });
+                        }
+                    }
+                    _ => {
+                        self.wire.ctrl_sent += 1;
+                        self.wire.ctrl_lost += fate.lost as u64;
+                    }
+                }
+            }
+        }
+        let mut delivered = false;
+        while let Some((_, side, frame)) = self.link.deliver(now) {
+            let node = if side == Side::A {
+                &mut self.a
+            } else {
+                &mut self.b
+            };
+            node.ctx.nic_mut().receive_frame(&frame);
+            delivered = true;
+        }
+        for n in [&mut self.a, &mut self.b] {
+            n.ctx.poll_cq(n.scq, usize::MAX, &mut n.send_wcs).unwrap();
+            n.ctx.poll_cq(n.rcq, usize::MAX, &mut n.recv_wcs).unwrap();
+        }
+        if !delivered {
+            let next = [wa, wb, self.link.next_delivery()]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(now + 10_000);
+            self.now = next.max(now + 1);
+        }
+    }
+
+    /// Steps until `done` or `limit_ns` of simulated time; returns whether `done` held.
+    fn run_until(&mut self, limit_ns: u64, mut done: impl FnMut(&Pair) -> bool) -> bool {
+        let end = self.now + limit_ns;
+        while self.now < end {
+            self.step();
+            if done(self) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Write,
+    WriteImm,
+    Send,
+    SendImm,
+    /// A Write with a wrong rkey: must fail with a remote access error and write nothing.
+    BadWrite,
+}
+
+#[derive(Debug, Clone)]
+struct Planned {
+    kind: Kind,
+    tag: u16,
+    len: u32,
+    src_off: u64,
+    /// Offset in B's write region (Writes) or receive region (Sends).
+    dst_off: u64,
+    data: Vec<u8>,
+    msn: u32,
+    recv_wr: u64,
+}
+
+/// A's source region, B's write target and receive regions, and the plan.
+struct Workload {
+    src: MemoryRegion,
+    dst: MemoryRegion,
+    rbuf: MemoryRegion,
+    msgs: Vec<Planned>,
+    /// Receives B still has to post, per Tag, in SSN order: (wr_id, offset, len).
+    recv_queue: BTreeMap<u16, VecDeque<(u64, u64, u32)>>,
+}
+
+fn sizes_for(i: usize, mtu: u32) -> u32 {
+    match i % 9 {
+        0 => 0,
+        1 => 1,
+        2 => mtu,
+        3 => mtu + 1,
+        4 => 3 * mtu + 17,
+        5 => 700,
+        6 => 8 * mtu,
+        7 => 2 * mtu - 5,
+        _ => 20 * mtu + 333,
+    }
+}
+
+impl Workload {
+    /// `n` messages over the connection's Tags, cycling Write, Send, WriteImm, SendImm, with a
+    /// spread of sizes (0, 1, MTU±1, many packets).
+    fn plan(p: &mut Pair, n: usize, tags: u16, seed: u64, kinds: &[Kind]) -> Workload {
+        let mtu = 1024;
+        let mut msgs = Vec::new();
+        let (mut src_off, mut dst_off, mut r_off) = (0u64, 0u64, 0u64);
+        let mut msn: Vec<u32> = (0..tags)
+            .map(|t| p.next_msn.get(&t).copied().unwrap_or(0))
+            .collect();
+        let mut recv_queue: BTreeMap<u16, VecDeque<(u64, u64, u32)>> = BTreeMap::new();
+        for i in 0..n {
+            let kind = kinds[i % kinds.len()];
+            let tag = (i % tags as usize) as u16;
+            let len = sizes_for(i / kinds.len() + i, mtu);
+            let data = fill(seed ^ (i as u64) << 20, len as usize);
+            let (dst, recv_wr) = match kind {
+                Kind::Send | Kind::SendImm => {
+                    let off = r_off;
+                    r_off += len as u64 + 64;
+                    let wr = 1_000_000 + i as u64;
+                    recv_queue.entry(tag).or_default().push_back((wr, off, len));
+                    (off, wr)
+                }
+                _ => {
+                    let off = dst_off;
+                    dst_off += len as u64 + 64;
+                    (off, 0)
+                }
+            };
+            msgs.push(Planned {
+                kind,
+                tag,
+                len,
+                src_off,
+                dst_off: dst,
+                data,
+                msn: msn[tag as usize],
+                recv_wr,
+            });
+            msn[tag as usize] += 1;
+            src_off += len as u64 + 64;
+        }
+        for (t, &m) in msn.iter().enumerate() {
+            p.next_msn.insert(t as u16, m);
+        }
+        let src =
+            p.a.ctx
+                .reg_mr(p.a.pd, src_off.max(64), Access::NONE)
+                .unwrap();
+        let dst =
+            p.b.ctx
+                .reg_mr(p.b.pd, dst_off.max(64), Access::REMOTE_WRITE)
+                .unwrap();
+        let rbuf =
+            p.b.ctx
+                .reg_mr(p.b.pd, r_off.max(64), Access::LOCAL_WRITE)
+                .unwrap();
+        for m in &msgs {
+            p.a.ctx.write_mr(&src, m.src_off, &m.data).unwrap();
+        }
+        Workload {
+            src,
+            dst,
+            rbuf,
+            msgs,
+            recv_queue,
+        }
+    }
+
+    /// B posts as many planned receives as its Tags take (the rest when completions free
+    /// room).
+    fn post_recvs(&mut self, p: &mut Pair) {
+        let cb = p.cb();
+        for (&tag, q) in self.recv_queue.iter_mut() {
+            while let Some(&(wr_id, off, len)) = q.front() {
+                let r = p.b.ctx.post_recv(
+                    cb,
+                    &RecvRequest {
+                        wr_id,
+                        tag,
+                        sge: self.rbuf.sge(off, len),
+                    },
+                );
+                match r {
+                    Ok(()) => {
+                        q.pop_front();
+                    }
+                    Err(ferroce::Error::RecvQueueFull) => break,
+                    Err(e) => panic!("post_recv: {e}"),
+                }
+            }
+        }
+    }
+
+    fn post_all(&self, p: &mut Pair) {
+        let ca = p.ca();
+        for (i, m) in self.msgs.iter().enumerate() {
+            let sge = self.src.sge(m.src_off, m.len);
+            let imm = 0x5000_0000 + i as u32;
+            let r = match m.kind {
+                Kind::Write | Kind::WriteImm | Kind::BadWrite => p.a.ctx.post_write(
+                    ca,
+                    &WriteRequest {
+                        wr_id: i as u64,
+                        tag: m.tag,
+                        sge,
+                        remote_addr: self.dst.addr() + m.dst_off,
+                        rkey: if m.kind == Kind::BadWrite {
+                            self.dst.rkey() ^ 0x80
+                        } else {
+                            self.dst.rkey()
+                        },
+                        imm: (m.kind == Kind::WriteImm).then_some(imm),
+                        signaled: true,
+                    },
+                ),
+                Kind::Send | Kind::SendImm => p.a.ctx.post_send(
+                    ca,
+                    &SendRequest {
+                        wr_id: i as u64,
+                        tag: m.tag,
+                        sge,
+                        imm: (m.kind == Kind::SendImm).then_some(imm),
+                        signaled: true,
+                        solicited: false,
+                    },
+                ),
+            };
+            r.unwrap();
+        }
+    }
+
+    fn expected_recv_completions(&self) -> usize {
+        self.msgs
+            .iter()
+            .filter(|m| matches!(m.kind, Kind::Send | Kind::SendImm | Kind::WriteImm))
+            .count()
+    }
+
+    /// Posts everything and runs until every completion arrived; returns whether it did.
+    fn run(&mut self, p: &mut Pair, limit_ns: u64) -> bool {
+        self.post_recvs(p);
+        self.post_all(p);
+        let want_send = self.msgs.len();
+        let want_recv = self.expected_recv_completions();
+        let end = p.now + limit_ns;
+        while p.now < end {
+            p.step();
+            self.post_recvs(p);
+            if p.a.send_wcs.len() >= want_send && p.b.recv_wcs.len() >= want_recv {
+                // Let trailing ACKs settle so the counters are final.
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Data, statuses, counts and per-Tag order on both sides.
+    fn verify(&self, p: &mut Pair, modes: &[TagMode]) {
+        // Data.
+        for (i, m) in self.msgs.iter().enumerate() {
+            let mut got = vec![0u8; m.len as usize];
+            match m.kind {
+                Kind::Send | Kind::SendImm => {
+                    p.b.ctx.read_mr(&self.rbuf, m.dst_off, &mut got).unwrap()
+                }
+                _ => p.b.ctx.read_mr(&self.dst, m.dst_off, &mut got).unwrap(),
+            }
+            if m.kind == Kind::BadWrite {
+                assert!(got.iter().all(|&b| b == 0), "refused Write {i} wrote data");
+            } else {
+                assert_eq!(
+                    crc32fast::hash(&got),
+                    crc32fast::hash(&m.data),
+                    "message {i} ({:?}, {} bytes, Tag {}) corrupted",
+                    m.kind,
+                    m.len,
+                    m.tag
+                );
+            }
+        }
+        // Sender completions: one per message, right status.
+        let mut seen = HashMap::new();
+        for wc in &p.a.send_wcs {
+            *seen.entry(wc.wr_id).or_insert(0) += 1;
+            let m = &self.msgs[wc.wr_id as usize];
+            let want = if m.kind == Kind::BadWrite {
+                WcStatus::RemoteAccessError
+            } else {
+                WcStatus::Success
+            };
+            assert_eq!(wc.status, want, "send completion {wc:?}");
+            assert_eq!((wc.tag, wc.msn, wc.byte_len), (m.tag, m.msn, m.len));
+        }
+        assert_eq!(
+            seen.len(),
+            self.msgs.len(),
+            "one send completion per message"
+        );
+        assert!(seen.values().all(|&n| n == 1), "duplicate send completions");
+        // Receiver completions.
+        let mut rseen = HashMap::new();
+        for wc in &p.b.recv_wcs {
+            assert_eq!(wc.status, WcStatus::Success, "recv completion {wc:?}");
+            let m = self
+                .msgs
+                .iter()
+                .find(|m| m.tag == wc.tag && m.msn == wc.msn)
+                .expect("completion for a message never sent");
+            match m.kind {
+                Kind::Send | Kind::SendImm => {
+                    assert_eq!(wc.opcode, WcOpcode::Recv);
+                    assert_eq!(wc.wr_id, m.recv_wr);
+                }
+                Kind::WriteImm => assert_eq!(wc.opcode, WcOpcode::RecvWriteImm),
+                k => panic!("{k:?} must not surface at the receiver"),
+            }
+            assert_eq!(wc.byte_len, m.len);
+            assert_eq!(
+                wc.imm.is_some(),
+                matches!(m.kind, Kind::SendImm | Kind::WriteImm)
+            );
+            *rseen.entry((wc.tag, wc.msn)).or_insert(0) += 1;
+        }
+        assert_eq!(rseen.len(), self.expected_recv_completions());
+        assert!(
+            rseen.values().all(|&n| n == 1),
+            "duplicate recv completions"
+        );
+        // Order per Tag: ordered Tags surface in MSN order on both sides.
+        for (t, mode) in modes.iter().enumerate() {
+            if *mode != TagMode::Ordered {
+                continue;
+            }
+            for wcs in [&p.a.send_wcs, &p.b.recv_wcs] {
+                let msns: Vec<u32> = wcs
+                    .iter()
+                    .filter(|w| w.tag == t as u16)
+                    .map(|w| w.msn)
+                    .collect();
+                assert!(
+                    msns.windows(2).all(|w| w[0] < w[1]),
+                    "ordered Tag {t} completed out of order: {msns:?}"
+                );
+            }
+        }
+    }
+}
+
+/// Count of completions on unordered Tags that came before a lower MSN of the same Tag.
+fn out_of_order(wcs: &[WorkCompletion]) -> usize {
+    let mut hi: HashMap<u16, u32> = HashMap::new();
+    let mut n = 0;
+    for w in wcs {
+        let h = hi.entry(w.tag).or_insert(0);
+        if w.msn < *h {
+            n += 1;
+        }
+        *h = (*h).max(w.msn);
+    }
+    n
+}
+
+/// Retransmissions against the data packets the link lost. Every lost data packet must be
+/// resent at least once, so `retx >= lost`. Spurious resends come from two things only: a lost
+/// ACK at the end of a flow's burst (nothing later on that flow carries the information, so the
+/// retransmission timer resends packets that did arrive), and a resend that is itself lost or
+/// raced. We allow `lost + lost_acks / 2 + 4` (ACKs are coalesced four to one, and most lost
+/// ACKs are repaired by the next ACK of the same flow), which still fails a sender that resends
+/// a hole on every ACK that repeats it (that alone gives several resends per loss).
+fn check_retransmissions(p: &Pair, label: &str) {
+    let s = p.a.ctx.conn_stats(p.ca()).unwrap();
+    let retx = s.retransmissions();
+    let lost = p.wire.data_lost;
+    let bound = lost + p.wire.ctrl_lost / 2 + 4;
+    println!(
+        "{label}: data sent {} lost {} | ctrl sent {} lost {} | retx {} (sack {}, timeout {}) \
+         not-ready resends {} | timeouts {} entropy changes {} | sim {} us, {} steps",
+        p.wire.data_sent,
+        lost,
+        p.wire.ctrl_sent,
+        p.wire.ctrl_lost,
+        retx,
+        s.retx_sack,
+        s.retx_timeout,
+        s.resent_not_ready,
+        s.timeouts,
+        s.entropy_changes,
+        p.now / 1000,
+        p.steps
+    );
+    assert!(
+        retx >= lost,
+        "{label}: {lost} data packets lost but only {retx} resent"
+    );
+    assert!(
+        retx <= bound,
+        "{label}: {retx} retransmissions for {lost} lost data packets (bound {bound})"
+    );
+}
+
+const ALL_KINDS: [Kind; 4] = [Kind::Write, Kind::Send, Kind::WriteImm, Kind::SendImm];
+
+#[test]
+fn connect_then_one_write_and_one_send() {
+    let mut p = Pair::connect(PairConfig::default());
+    let mut w = Workload::plan(&mut p, 2, 1, 1, &[Kind::Write, Kind::Send]);
+    assert!(w.run(&mut p, 10_000_000), "did not complete");
+    w.verify(&mut p, &[TagMode::Ordered]);
+    check_retransmissions(&p, "minimal");
+    assert_eq!(p.a.ctx.conn_stats(p.ca()).unwrap().retransmissions(), 0);
+}
+
+const MIXED_TAGS: [TagMode; 4] = [
+    TagMode::Ordered,
+    TagMode::Unordered,
+    TagMode::Ordered,
+    TagMode::Unordered,
+];
+
+/// The main workload over a link with the given impairments: 4 Tags (2 ordered, 2 unordered),
+/// Writes, WriteImms, Sends and SendImms of 0 bytes to 20 packets.
+fn mixed_run(label: &str, link: LinkConfig, n: usize, seed: u64) -> Pair {
+    let mut p = Pair::connect(PairConfig {
+        link,
+        tags: MIXED_TAGS.to_vec(),
+        ..PairConfig::default()
+    });
+    let mut w = Workload::plan(&mut p, n, 4, seed, &ALL_KINDS);
+    assert!(w.run(&mut p, 200_000_000), "{label}: did not complete");
+    w.verify(&mut p, &MIXED_TAGS);
+    check_retransmissions(&p, label);
+    p
+}
+
+fn lossy_link(loss: f64, seed: u64) -> LinkConfig {
+    LinkConfig {
+        loss,
+        seed,
+        ..LinkConfig::default()
+    }
+}
+
+fn loss_sweep(loss: f64) {
+    let (n, seeds) = if long() { (4000, 1..17) } else { (200, 1..3) };
+    for seed in seeds {
+        let label = format!("loss {:.0}% seed {seed}", loss * 100.0);
+        let p = mixed_run(&label, lossy_link(loss, seed), n, seed);
+        if loss > 0.0 {
+            assert!(p.wire.data_lost > 0, "{label}: the link lost nothing");
+        }
+    }
+}
+
+#[test]
+fn no_loss() {
+    loss_sweep(0.0);
+}
+
+#[test]
+fn one_percent_loss() {
+    loss_sweep(0.01);
+}
+
+#[test]
+fn five_percent_loss() {
+    loss_sweep(0.05);
+}
+
+#[test]
+fn ten_percent_loss() {
+    loss_sweep(0.10);
+}
+
+#[test]
+fn duplication_and_reordering() {
+    let link = LinkConfig {
+        loss: 0.02,
+        duplicate: 0.05,
+        jitter_ns: 6_000,
+        path_skew_ns: 2_000,
+        seed: 11,
+        ..LinkConfig::default()
+    };
+    let n = if long() { 1500 } else { 200 };
+    let p = mixed_run("dup 5% + reorder", link, n, 3);
+    assert!(p.link.stats().duplicated > 0);
+    // Duplicates are absorbed by the receiver's SACK state: no duplicate completion (checked
+    // in verify) and no resend for them (checked by the retransmission bound).
+}
+
+#[test]
+fn ecn_marks_on_one_path_shrink_that_path_only() {
+    let link = LinkConfig {
+        ce_mark: vec![0.0, 0.0, 0.3, 0.0],
+        seed: 5,
+        ..LinkConfig::default()
+    };
+    let n = if long() { 1500 } else { 300 };
+    let p = mixed_run("ECN on path 2", link, n, 4);
+    let s = p.a.ctx.conn_stats(p.ca()).unwrap();
+    assert!(s.ecn_echoes > 0, "no ECN-echo reached the sender");
+    assert_eq!(s.retransmissions(), 0, "ECN marks are not losses");
+    let paths = p.a.ctx.paths(p.ca()).unwrap();
+    let npaths = p.link.config().paths;
+    let (marked, clean): (Vec<&ferroce::PathStats>, Vec<&ferroce::PathStats>) = paths
+        .iter()
+        .partition(|ps| path_of(ps.entropy, npaths) == 2);
+    assert!(!marked.is_empty() && !clean.is_empty(), "{paths:?}");
+    for m in &marked {
+        assert!(m.ecn_echoes > 0);
+        for c in &clean {
+            assert!(
+                m.window < c.window,
+                "marked flow {} window {} not below clean flow {} window {}",
+                m.flow,
+                m.window,
+                c.flow,
+                c.window
+            );
+        }
+    }
+}
+
+#[test]
+fn one_path_blackholed_traffic_moves_off_it() {
+    let mut p = Pair::connect(PairConfig {
+        tags: MIXED_TAGS.to_vec(),
+        link: lossy_link(0.01, 21),
+        ..PairConfig::default()
+    });
+    let npaths = p.link.config().paths;
+    let before = p.a.ctx.paths(p.ca()).unwrap();
+    let dead = path_of(before[0].entropy, npaths);
+    p.link.set_path_down(dead, true);
+    let n = if long() { 1500 } else { 200 };
+    let mut w = Workload::plan(&mut p, n, 4, 9, &ALL_KINDS);
+    assert!(
+        w.run(&mut p, 200_000_000),
+        "did not complete with a blackholed path"
+    );
+    w.verify(&mut p, &MIXED_TAGS);
+    check_retransmissions(&p, "blackhole");
+    let s = p.a.ctx.conn_stats(p.ca()).unwrap();
+    assert!(s.entropy_changes >= 1, "no flow changed entropy");
+    let after = p.a.ctx.paths(p.ca()).unwrap();
+    for ps in &after {
+        if ps.packets > 0 {
+            assert_ne!(
+                path_of(ps.entropy, npaths),
+                dead,
+                "flow {} still on the blackholed path: {ps:?}",
+                ps.flow
+            );
+        }
+    }
+    // Once moved, the late data avoided the dead path.
+    let late = &p.a_frames[p.a_frames.len() * 3 / 4..];
+    let on_dead = late.iter().filter(|f| f.path == dead).count();
+    assert_eq!(
+        on_dead, 0,
+        "{on_dead} of the last data frames still took the dead path"
+    );
+}
+
+#[test]
+fn ordered_tags_hold_back_unordered_tags_do_not() {
+    // Loss makes later messages finish first; verify() checks MSN order on the ordered Tags,
+    // and here we check the unordered Tags really did complete out of order, on both sides.
+    let n = if long() { 1500 } else { 300 };
+    let p = mixed_run("order modes", lossy_link(0.05, 8), n, 6);
+    let unordered = |w: &[WorkCompletion]| -> Vec<WorkCompletion> {
+        w.iter().filter(|c| c.tag % 2 == 1).copied().collect()
+    };
+    let ooo_send = out_of_order(&unordered(&p.a.send_wcs));
+    let ooo_recv = out_of_order(&unordered(&p.b.recv_wcs));
+    println!("unordered Tags out of order: send side {ooo_send}, receive side {ooo_recv}");
+    assert!(ooo_send > 0 && ooo_recv > 0);
+}
+
+/// Posts a 64 KiB Write on Tag 0, optionally a fence, then a small Write on Tag 1; returns
+/// the time A sent the second Write's first packet and the time the first Write completed.
+fn fence_run(fenced: bool) -> (u64, u64) {
+    let mut p = Pair::connect(PairConfig {
+        tags: vec![TagMode::Ordered, TagMode::Ordered],
+        ..PairConfig::default()
+    });
+    let big = fill(77, 65536);
+    let small = fill(78, 1000);
+    let src = p.a.ctx.reg_mr(p.a.pd, 128 * 1024, Access::NONE).unwrap();
+    let dst =
+        p.b.ctx
+            .reg_mr(p.b.pd, 128 * 1024, Access::REMOTE_WRITE)
+            .unwrap();
+    p.a.ctx.write_mr(&src, 0, &big).unwrap();
+    p.a.ctx.write_mr(&src, 65536, &small).unwrap();
+    let ca = p.ca();
+    let write = |wr_id, tag, off, len| WriteRequest {
+        wr_id,
+        tag,
+        sge: src.sge(off, len),
+        remote_addr: dst.addr() + off,
+        rkey: dst.rkey(),
+        imm: None,
+        signaled: true,
+    };
+    p.a.ctx.post_write(ca, &write(0, 0, 0, 65536)).unwrap();
+    if fenced {
+        p.a.ctx.fence(ca).unwrap();
+    }
+    p.a.ctx.post_write(ca, &write(1, 1, 65536, 1000)).unwrap();
+    let mut first_done = None;
+    let end = p.now + 50_000_000;
+    while p.now < end && p.a.send_wcs.len() < 2 {
+        // The completion surfaces during the step at `t` (step() then advances the clock).
+        let t = p.now;
+        p.step();
+        if first_done.is_none() && p.a.send_wcs.iter().any(|c| c.wr_id == 0) {
+            first_done = Some(t);
+        }
+    }
+    assert_eq!(p.a.send_wcs.len(), 2);
+    assert!(p.a.send_wcs.iter().all(|c| c.status == WcStatus::Success));
+    let second_start = p.a_frames.iter().find(|f| f.tag == 1).unwrap().time;
+    let mut got = vec![0u8; 65536 + 1000];
+    p.b.ctx.read_mr(&dst, 0, &mut got).unwrap();
+    assert_eq!(crc32fast::hash(&got[..65536]), crc32fast::hash(&big));
+    assert_eq!(crc32fast::hash(&got[65536..]), crc32fast::hash(&small));
+    (second_start, first_done.unwrap())
+}
+
+#[test]
+fn fences_hold_later_operations_until_earlier_ones_complete() {
+    let (second_start, first_done) = fence_run(true);
+    assert!(
+        second_start >= first_done,
+        "fenced Write started at {second_start}, before the earlier Write completed at \
+         {first_done}"
+    );
+    // Without the fence the second Write (another Tag) starts at once: the check above can
+    // fail.
+    let (second_start, first_done) = fence_run(false);
+    assert!(second_start < first_done, "{second_start} vs {first_done}");
+}
+
+#[test]
+fn bad_rkey_write_fails_and_the_connection_stays_usable() {
+    let mut p = Pair::connect(PairConfig {
+        tags: MIXED_TAGS.to_vec(),
+        ..PairConfig::default()
+    });
+    let kinds = [
+        Kind::Write,
+        Kind::BadWrite,
+        Kind::Send,
+        Kind::WriteImm,
+        Kind::SendImm,
+    ];
+    let mut w = Workload::plan(&mut p, 40, 4, 12, &kinds);
+    assert!(w.run(&mut p, 50_000_000));
+    w.verify(&mut p, &MIXED_TAGS);
+    let errors =
+        p.a.send_wcs
+            .iter()
+            .filter(|c| c.status == WcStatus::RemoteAccessError)
+            .count();
+    assert_eq!(errors, 8, "every bad Write, and only those, failed");
+    assert_eq!(p.a.ctx.conn_state(p.ca()).unwrap(), ConnState::Ready);
+    // A later batch on the same connection goes through.
+    let mut w2 = Workload::plan(&mut p, 20, 4, 13, &ALL_KINDS);
+    p.a.send_wcs.clear();
+    p.b.recv_wcs.clear();
+    assert!(w2.run(&mut p, 50_000_000));
+    w2.verify(&mut p, &MIXED_TAGS);
+}
+
+#[test]
+fn all_paths_dead_fails_the_connection_after_the_timeout() {
+    let timeout = 2_000_000;
+    let mut p = Pair::connect(PairConfig {
+        transport: Box::new(move |c| c.transport.connection_timeout_ns = timeout),
+        ..PairConfig::default()
+    });
+    for path in 0..p.link.config().paths {
+        p.link.set_path_down(path, true);
+    }
+    let mut w = Workload::plan(&mut p, 6, 1, 2, &[Kind::Write, Kind::Send]);
+    w.post_recvs(&mut p);
+    w.post_all(&mut p);
+    let start = p.now;
+    let failed = p.run_until(4 * timeout, |p| !p.a.failed.is_empty());
+    assert!(
+        failed,
+        "connection still hanging after {} us",
+        4 * timeout / 1000
+    );
+    let elapsed = p.now - start;
+    assert!(
+        (timeout..2 * timeout).contains(&elapsed),
+        "failed after {elapsed} ns, timeout {timeout}"
+    );
+    assert_eq!(p.a.failed, vec![(p.ca(), FailReason::AllPathsDead)]);
+    assert_eq!(
+        p.a.ctx.conn_state(p.ca()).unwrap(),
+        ConnState::Failed(FailReason::AllPathsDead)
+    );
+    // Every request completed, with a flush error (none of them was acknowledged).
+    p.step();
+    assert_eq!(p.a.send_wcs.len(), 6, "{:?}", p.a.send_wcs);
+    assert!(p.a.send_wcs.iter().all(|c| c.status == WcStatus::Flushed));
+    let s = p.a.ctx.conn_stats(p.ca()).unwrap();
+    // Every path went quiet at once: that is not blamed on any one path (no flow is declared
+    // dead, which would stop it carrying new data); the connection timeout decided.
+    assert!(s.timeouts > 0 && s.paths_died == 0, "{s:?}");
+    // Posting now is a typed error.
+    let src = p.a.ctx.reg_mr(p.a.pd, 64, Access::NONE).unwrap();
+    let r = p.a.ctx.post_send(
+        p.ca(),
+        &SendRequest {
+            wr_id: 9,
+            tag: 0,
+            sge: src.sge(0, 8),
+            imm: None,
+            signaled: true,
+            solicited: false,
+        },
+    );
+    assert_eq!(
+        r,
+        Err(ferroce::Error::NotConnected(Some(FailReason::AllPathsDead)))
+    );
+}
+
+#[test]
+fn sends_before_the_receive_is_posted_back_off_and_complete() {
+    let mut p = Pair::connect(PairConfig::default());
+    let mut w = Workload::plan(&mut p, 4, 1, 3, &[Kind::Send]);
+    w.post_all(&mut p);
+    // B posts nothing for 300 us: the Sends are refused as "receiver not ready".
+    p.run_until(300_000, |_| false);
+    assert!(p.a.send_wcs.is_empty());
+    let s = p.a.ctx.conn_stats(p.ca()).unwrap();
+    assert!(s.rnr_naks > 0);
+    w.post_recvs(&mut p);
+    let end = p.now + 20_000_000;
+    while p.now < end && p.b.recv_wcs.len() < 4 {
+        p.step();
+    }
+    let done = p.run_until(1_000_000, |p| p.a.send_wcs.len() == 4);
+    assert!(done, "Sends did not complete once receives were posted");
+    w.verify(&mut p, &[TagMode::Ordered]);
+    let s = p.a.ctx.conn_stats(p.ca()).unwrap();
+    assert!(s.resent_not_ready > 0);
+    assert_eq!(
+        s.retransmissions(),
+        0,
+        "not-ready resends are not losses: {s:?}"
+    );
+    // The backoff kept the refusals few: 300 us with a 20 us first delay doubling to 1 ms.
+    assert!(s.rnr_naks < 40, "{s:?}");
+}
+
+#[test]
+fn the_receivers_rate_hint_caps_the_sender() {
+    // B offers 10 Gb/s of inbound capacity: A must pace to it.
+    let mut p = Pair::connect(PairConfig {
+        transport: Box::new(|c| c.inbound_capacity_mbps = 10_000),
+        ..PairConfig::default()
+    });
+    let mut w = Workload::plan(&mut p, 1, 1, 4, &[Kind::Write]);
+    let len = 1 << 20;
+    w.msgs[0].len = len;
+    w.msgs[0].data = fill(5, len as usize);
+    let src = p.a.ctx.reg_mr(p.a.pd, len as u64, Access::NONE).unwrap();
+    let dst =
+        p.b.ctx
+            .reg_mr(p.b.pd, len as u64, Access::REMOTE_WRITE)
+            .unwrap();
+    p.a.ctx.write_mr(&src, 0, &w.msgs[0].data).unwrap();
+    let start = p.now;
+    p.a.ctx
+        .post_write(
+            p.ca(),
+            &WriteRequest {
+                wr_id: 0,
+                tag: 0,
+                sge: src.sge(0, len),
+                remote_addr: dst.addr(),
+                rkey: dst.rkey(),
+                imm: None,
+                signaled: true,
+            },
+        )
+        .unwrap();
+    assert!(p.run_until(100_000_000, |p| !p.a.send_wcs.is_empty()));
+    let elapsed = (p.now - start) as f64;
+    let s = p.a.ctx.conn_stats(p.ca()).unwrap();
+    assert_eq!(s.rate_hint_mbps, 10_000);
+    // Wire bytes over 10 Gb/s (1.25 bytes/ns).
+    let wire = (len as f64 / 1024.0).ceil() * 1124.0;
+    let ideal = wire / 1.25;
+    println!("1 MiB at a 10 Gb/s hint: {elapsed:.0} ns, ideal {ideal:.0} ns");
+    assert!(
+        elapsed > 0.9 * ideal && elapsed < 1.5 * ideal,
+        "took {elapsed} ns, ideal {ideal} ns"
+    );
+    let mut got = vec![0u8; len as usize];
+    p.b.ctx.read_mr(&dst, 0, &mut got).unwrap();
+    assert_eq!(crc32fast::hash(&got), crc32fast::hash(&w.msgs[0].data));
+}
+
+#[test]
+fn both_directions_at_once_over_a_lossy_link() {
+    let mut p = Pair::connect(PairConfig {
+        tags: MIXED_TAGS.to_vec(),
+        link: lossy_link(0.03, 31),
+        ..PairConfig::default()
+    });
+    let n = if long() { 1000 } else { 120 };
+    let mut w = Workload::plan(&mut p, n, 4, 17, &ALL_KINDS);
+    // B writes back to A at the same time: 40 Writes of 5 KB on its Tag 2 (ordered), and 40
+    // Sends on Tag 3 into receives A posts.
+    let b_src = p.b.ctx.reg_mr(p.b.pd, 400 * 1024, Access::NONE).unwrap();
+    let a_dst =
+        p.a.ctx
+            .reg_mr(
+                p.a.pd,
+                400 * 1024,
+                Access::REMOTE_WRITE | Access::LOCAL_WRITE,
+            )
+            .unwrap();
+    let back: Vec<Vec<u8>> = (0..80).map(|i| fill(900 + i, 5000)).collect();
+    for (i, d) in back.iter().enumerate() {
+        p.b.ctx.write_mr(&b_src, i as u64 * 5000, d).unwrap();
+    }
+    let (ca, cb) = (p.ca(), p.cb());
+    for i in 0..40u64 {
+        p.b.ctx
+            .post_write(
+                cb,
+                &WriteRequest {
+                    wr_id: 10_000 + i,
+                    tag: 2,
+                    sge: b_src.sge(i * 5000, 5000),
+                    remote_addr: a_dst.addr() + i * 5000,
+                    rkey: a_dst.rkey(),
+                    imm: None,
+                    signaled: true,
+                },
+            )
+            .unwrap();
+    }
+    let mut a_recv_posted = 0u64;
+    let mut b_sends_posted = 0u64;
+    w.post_recvs(&mut p);
+    w.post_all(&mut p);
+    let end = p.now + 200_000_000;
+    let want = (w.msgs.len(), w.expected_recv_completions());
+    while p.now < end {
+        // A keeps receives posted for B's Sends (16 per Tag at most), B posts its Sends.
+        while a_recv_posted < 40 {
+            let r = p.a.ctx.post_recv(
+                ca,
+                &RecvRequest {
+                    wr_id: 20_000 + a_recv_posted,
+                    tag: 3,
+                    sge: a_dst.sge(200_000 + a_recv_posted * 5000, 5000),
+                },
+            );
+            if r == Err(ferroce::Error::RecvQueueFull) {
+                break;
+            }
+            r.unwrap();
+            a_recv_posted += 1;
+        }
+        while b_sends_posted < 40 {
+            let i = 40 + b_sends_posted;
+            p.b.ctx
+                .post_send(
+                    cb,
+                    &SendRequest {
+                        wr_id: 10_000 + i,
+                        tag: 3,
+                        sge: b_src.sge(i * 5000, 5000),
+                        imm: None,
+                        signaled: true,
+                        solicited: false,
+                    },
+                )
+                .unwrap();
+            b_sends_posted += 1;
+        }
+        p.step();
+        w.post_recvs(&mut p);
+        let a_side = p.a.send_wcs.len() >= want.0 && p.b.recv_wcs.len() >= want.1;
+        let b_side = p.b.send_wcs.len() >= 80 && p.a.recv_wcs.len() >= 40;
+        if a_side && b_side {
+            break;
+        }
+    }
+    w.verify(&mut p, &MIXED_TAGS);
+    assert_eq!(p.b.send_wcs.len(), 80);
+    assert!(p.b.send_wcs.iter().all(|c| c.status == WcStatus::Success));
+    let msns: Vec<u32> =
+        p.b.send_wcs
+            .iter()
+            .filter(|c| c.tag == 2)
+            .map(|c| c.msn)
+            .collect();
+    assert_eq!(msns, (0..40).collect::<Vec<_>>(), "B's ordered Tag 2");
+    assert_eq!(p.a.recv_wcs.len(), 40);
+    // Tag 3 is unordered: every receive completes once, in any order.
+    let mut got: Vec<(u64, u32, u16)> =
+        p.a.recv_wcs
+            .iter()
+            .map(|wc| (wc.wr_id, wc.byte_len, wc.tag))
+            .collect();
+    got.sort();
+    let want: Vec<(u64, u32, u16)> = (0..40).map(|k| (20_000 + k, 5000, 3)).collect();
+    assert_eq!(got, want);
+    for i in 0..40usize {
+        let mut got = vec![0u8; 5000];
+        p.a.ctx.read_mr(&a_dst, i as u64 * 5000, &mut got).unwrap();
+        assert_eq!(
+            crc32fast::hash(&got),
+            crc32fast::hash(&back[i]),
+            "B's Write {i}"
+        );
+        p.a.ctx
+            .read_mr(&a_dst, 200_000 + i as u64 * 5000, &mut got)
+            .unwrap();
+        assert_eq!(
+            crc32fast::hash(&got),
+            crc32fast::hash(&back[40 + i]),
+            "B's Send {i}"
+        );
+    }
+    let sb = p.b.ctx.conn_stats(cb).unwrap();
+    println!(
+        "B->A: retx {} (sack {}, timeout {})",
+        sb.retransmissions(),
+        sb.retx_sack,
+        sb.retx_timeout
+    );
+}
+
+/// Known gap in the wire protocol (see the crate report): a terminal NAK is the only carrier
+/// of "your packet was consumed but refused", and NAKs can be lost. When one is, the ACKs that
+/// follow cover the FSN and the sender cannot tell. This runs bad-rkey Writes over a lossy link
+/// and counts Writes that the sender saw succeed although the receiver refused them. It is
+/// ignored by default because it demonstrates a protocol defect rather than checking the
+/// library; run it with `--ignored` to see the count.
+#[test]
+#[ignore]
+fn lost_terminal_naks_hide_remote_access_errors() {
+    let mut p = Pair::connect(PairConfig {
+        tags: MIXED_TAGS.to_vec(),
+        link: lossy_link(0.10, 3),
+        ..PairConfig::default()
+    });
+    let mut w = Workload::plan(&mut p, 400, 4, 12, &[Kind::Write, Kind::BadWrite]);
+    assert!(w.run(&mut p, 200_000_000));
+    let hidden =
+        p.a.send_wcs
+            .iter()
+            .filter(|c| w.msgs[c.wr_id as usize].kind == Kind::BadWrite)
+            .filter(|c| c.status == WcStatus::Success)
+            .count();
+    println!("refused Writes reported as successful: {hidden} of 200");
+    assert_eq!(
+        hidden, 0,
+        "{hidden} refused Writes were reported as successful"
+    );
+}
