@@ -78,6 +78,7 @@ fn ack(flow: u16, cum: u32, sack: [u8; 32], ts: u32) -> Event {
         cum_fsn: cum,
         ecn_echo: false,
         ce_count: 0,
+        refused: 0,
         rate_hint_mbps: 100_000,
         ts_echo: ts,
         sack,

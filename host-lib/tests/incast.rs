@@ -148,6 +148,7 @@ fn incast_settles_within_two_rtts_of_the_receiver_noticing() {
                 cum_fsn: fsn_add(p.fsn, 1),
                 ecn_echo: marked,
                 ce_count: marked as u16,
+                refused: 0,
                 rate_hint_mbps: fair.hint(p.sender as u32).unwrap(),
                 ts_echo: p.sent_at as u32,
                 sack: [0; 32],

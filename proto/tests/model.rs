@@ -168,6 +168,8 @@ struct Pkt {
     rkey: u32,
     ack_req: bool,
     ecn: u8,
+    /// UDP source port; `None` = 50,000 + flow.
+    entropy: Option<u16>,
     payload: Vec<u8>,
 }
 
@@ -186,6 +188,7 @@ impl Pkt {
             rkey: RKEY,
             ack_req: false,
             ecn: ECN_ECT0,
+            entropy: None,
             payload,
         }
     }
@@ -231,7 +234,7 @@ impl Pkt {
                 ident: 0,
                 payload_len: 0,
             }),
-            src_port: 50_000 + self.flow,
+            src_port: self.entropy.unwrap_or(50_000 + self.flow),
             dst_port: 4791,
             bth: BthRepr {
                 opcode: self.opcode,
@@ -818,6 +821,268 @@ fn register_window_reads_back_tables_and_counters() {
     assert_eq!(fp.read_reg(regs::counter_offset(Counter::RxTruncated)), 1);
     fp.write_reg(regs::counter_offset(Counter::RxTruncated), 0);
     assert_eq!(fp.counter(Counter::RxTruncated), 0);
+}
+
+/// The ACK frames the NIC emitted: (UDP source port, cumulative FSN, ACK). NAKs are dropped.
+fn ack_frames(fp: &mut FastPath) -> Vec<(u16, u32, AckRepr)> {
+    let mut out = Vec::new();
+    while let Some(f) = fp.pop_tx_frame() {
+        let p = parse_frame(&f, 4791).expect("the NIC emits valid frames");
+        if let TransportRepr::Ack(a) = p.transport {
+            out.push((p.udp.src_port, p.bth.psn, a));
+        }
+    }
+    out
+}
+
+#[test]
+fn terminal_refusals_are_counted_in_every_ack_of_the_flow() {
+    let mut fp = nic();
+    let mut mem = Memory::new();
+    let at = |i: u32| fsn_add(INITIAL_FSN, i);
+    let good = |i: u32| Pkt {
+        ack_req: true,
+        msn: 10 + i,
+        ..Pkt::write(at(i), 0, 64, vec![i as u8; 64])
+    };
+    // Refused for a bad rkey: NAK, consumed, and the ACK counts it.
+    let bad = Pkt {
+        rkey: RKEY ^ 1,
+        ..good(0)
+    };
+    assert_eq!(fp.receive(&bad.frame(), &mut mem).0, Counter::RxBadRkey);
+    let (acks, naks) = emitted(&mut fp);
+    assert_eq!(naks, vec![(at(0), NakReason::RemoteAccess)]);
+    assert_eq!(acks.len(), 1);
+    assert_eq!((acks[0].0, acks[0].1.refused), (at(1), 1));
+    // A placed packet: the count stays and is carried again.
+    assert!(fp.receive(&good(1).frame(), &mut mem).placed());
+    let (acks, _) = emitted(&mut fp);
+    assert_eq!((acks[0].0, acks[0].1.refused), (at(2), 1));
+    // "Receiver not ready" (no receive buffer) is not consumed and not counted.
+    let rnr = Pkt {
+        ack_req: true,
+        msn: 30,
+        ..Pkt::send(at(2), 0, 0, 64, vec![1; 64])
+    };
+    assert_eq!(
+        fp.receive(&rnr.frame(), &mut mem).0,
+        Counter::RxNoRecvBuffer
+    );
+    assert_eq!(
+        emitted(&mut fp).1,
+        vec![(at(2), NakReason::ReceiverNotReady)]
+    );
+    // Out of window: not counted.
+    let far = Pkt {
+        msn: 31,
+        ..Pkt::write(at(2 + 257), 0, 64, vec![1; 64])
+    };
+    assert_eq!(fp.receive(&far.frame(), &mut mem).0, Counter::RxOutOfWindow);
+    assert_eq!(emitted(&mut fp).1, vec![(at(259), NakReason::OutOfWindow)]);
+    // A duplicate of the refused packet: acknowledged again, not counted again.
+    assert_eq!(fp.receive(&bad.frame(), &mut mem).0, Counter::RxDuplicate);
+    let (acks, naks) = emitted(&mut fp);
+    assert!(naks.is_empty());
+    assert_eq!((acks[0].0, acks[0].1.refused), (at(2), 1));
+    // An invalid request (Tag beyond the connection's) is terminal: counted.
+    let invalid = Pkt {
+        tag: TAGS,
+        ..good(2)
+    };
+    assert_eq!(
+        fp.receive(&invalid.frame(), &mut mem).0,
+        Counter::RxInvalidRequest
+    );
+    let (acks, naks) = emitted(&mut fp);
+    assert_eq!(naks, vec![(at(2), NakReason::InvalidRequest)]);
+    assert_eq!((acks[0].0, acks[0].1.refused), (at(3), 2));
+    // Coalesced ACKs carry it too.
+    for i in 3..7 {
+        let p = Pkt {
+            ack_req: false,
+            ..good(i)
+        };
+        assert!(fp.receive(&p.frame(), &mut mem).placed());
+    }
+    let (acks, _) = emitted(&mut fp);
+    assert_eq!(acks.len(), 1);
+    assert_eq!((acks[0].0, acks[0].1.refused), (at(7), 2));
+    // The count is per flow.
+    let other = Pkt {
+        flow: 1,
+        msn: 50,
+        ..good(0)
+    };
+    assert!(fp.receive(&other.frame(), &mut mem).placed());
+    assert_eq!(emitted(&mut fp).0[0].1.refused, 0);
+    // Re-initialising the flow clears it.
+    let init = FlowInit { cum_fsn: at(7) }.to_words();
+    assert_eq!(
+        fp.write_table(TableId::Flow, 8, &init),
+        regs::TABLE_STATUS_OK
+    );
+    assert!(fp.receive(&good(7).frame(), &mut mem).placed());
+    assert_eq!(emitted(&mut fp).0[0].1.refused, 0);
+}
+
+#[test]
+fn ack_refusal_count_reaches_the_host_in_the_ack_event() {
+    let mut fp = nic();
+    let mut mem = Memory::new();
+    let ack = AckRepr {
+        flow: 2,
+        ecn_echo: false,
+        ce_count: 0,
+        refused: 0xbeef,
+        rate_hint_mbps: 0,
+        ts_echo: 5,
+        sack: [0; 32],
+    };
+    let frame = FrameRepr {
+        eth: EthernetRepr {
+            dst: mac(0xb),
+            src: mac(0xa),
+            vlan_tci: None,
+            ethertype: 0,
+        },
+        ip: IpRepr::V4(Ipv4Repr {
+            src: Ipv4Addr::new(10, 0, 0, 1),
+            dst: Ipv4Addr::new(10, 0, 0, 2),
+            dscp: 0,
+            ecn: ECN_ECT0,
+            ttl: 64,
+            ident: 0,
+            payload_len: 0,
+        }),
+        src_port: 50_002,
+        dst_port: 4791,
+        bth: BthRepr {
+            opcode: Opcode::Ack,
+            solicited: false,
+            dest_conn: CONN,
+            ack_req: false,
+            psn: 77,
+        },
+        transport: TransportRepr::Ack(ack),
+        payload: &[],
+    }
+    .emit();
+    assert_eq!(fp.receive(&frame, &mut mem).0, Counter::RxAcks);
+    let evs = events(&mut fp);
+    assert!(
+        matches!(
+            evs[..],
+            [Event::Ack {
+                flow: 2,
+                cum_fsn: 77,
+                refused: 0xbeef,
+                ..
+            }]
+        ),
+        "{evs:?}"
+    );
+}
+
+#[test]
+fn the_ack_timer_acknowledges_what_coalescing_holds_back() {
+    let mut fp = nic();
+    let mut mem = Memory::new();
+    assert_eq!(fp.read_reg(regs::ACK_DELAY_NS), 10_000, "default");
+    let at = |i: u32| fsn_add(INITIAL_FSN, i);
+    let msg_len = 64 * 40;
+    let pkt = |i: u32, port: u16| Pkt {
+        entropy: Some(port),
+        ..Pkt::write(at(i), 64 * i, msg_len, vec![i as u8; 64])
+    };
+    // Two packets, below ACK_COALESCE (4): no ACK until the oldest is 10 µs old.
+    fp.set_time(1_000);
+    assert!(fp.receive(&pkt(0, 40_000).frame(), &mut mem).placed());
+    fp.set_time(5_000);
+    assert!(fp.receive(&pkt(1, 40_001).frame(), &mut mem).placed());
+    fp.set_time(10_999);
+    assert!(ack_frames(&mut fp).is_empty(), "not before ACK_DELAY_NS");
+    fp.set_time(11_000);
+    let acks = ack_frames(&mut fp);
+    assert_eq!(acks.len(), 1, "once ACK_DELAY_NS has passed");
+    let (port, cum, a) = acks[0];
+    assert_eq!(cum, at(2));
+    assert_eq!(port, 40_001, "the entropy of the flow's last data packet");
+    assert_eq!(a.ts_echo, 0xabcd_0000 | at(1) & 0xffff, "its timestamp");
+    fp.set_time(50_000);
+    assert!(
+        ack_frames(&mut fp).is_empty(),
+        "one timer ACK per pending batch"
+    );
+
+    // A batch acknowledged by coalescing cancels its timer; a packet after that ACK re-arms it
+    // from its own arrival.
+    fp.set_time(100_000);
+    for i in 2..6 {
+        assert!(fp.receive(&pkt(i, 40_002).frame(), &mut mem).placed());
+    }
+    assert_eq!(ack_frames(&mut fp).len(), 1, "coalesced ACK at the 4th");
+    fp.set_time(105_000);
+    assert!(fp.receive(&pkt(6, 40_003).frame(), &mut mem).placed());
+    fp.set_time(110_000);
+    assert!(
+        ack_frames(&mut fp).is_empty(),
+        "the cancelled timer stays quiet"
+    );
+    fp.set_time(114_999);
+    assert!(ack_frames(&mut fp).is_empty());
+    fp.set_time(115_000);
+    let acks = ack_frames(&mut fp);
+    assert_eq!(acks.len(), 1);
+    assert_eq!((acks[0].0, acks[0].1), (40_003, at(7)));
+
+    // Flows time out independently; each ACK leaves on its own flow's entropy.
+    fp.set_time(200_000);
+    let on = |flow: u16, port: u16| Pkt {
+        flow,
+        msn: 5 + flow as u32,
+        entropy: Some(port),
+        ..Pkt::write(INITIAL_FSN, 0, 128, vec![1; 64])
+    };
+    assert!(fp.receive(&on(1, 41_001).frame(), &mut mem).placed());
+    fp.set_time(203_000);
+    assert!(fp.receive(&on(2, 41_002).frame(), &mut mem).placed());
+    fp.set_time(210_000);
+    let acks = ack_frames(&mut fp);
+    assert_eq!(
+        acks.iter().map(|a| (a.0, a.2.flow)).collect::<Vec<_>>(),
+        vec![(41_001, 1)]
+    );
+    fp.set_time(213_000);
+    let acks = ack_frames(&mut fp);
+    assert_eq!(
+        acks.iter().map(|a| (a.0, a.2.flow)).collect::<Vec<_>>(),
+        vec![(41_002, 2)]
+    );
+}
+
+#[test]
+fn ack_delay_zero_disables_the_timer() {
+    let mut fp = nic();
+    let mut mem = Memory::new();
+    fp.write_reg(regs::ACK_DELAY_NS, 0);
+    assert_eq!(fp.read_reg(regs::ACK_DELAY_NS), 0);
+    fp.set_time(1_000);
+    let p = Pkt::write(INITIAL_FSN, 0, 128, vec![1; 64]);
+    assert!(fp.receive(&p.frame(), &mut mem).placed());
+    fp.set_time(1_000_000_000);
+    assert!(ack_frames(&mut fp).is_empty());
+    // Switching the timer on applies to the next batch.
+    fp.write_reg(regs::ACK_DELAY_NS, 500);
+    let p2 = Pkt {
+        flow: 1,
+        ..Pkt::write(INITIAL_FSN, 64, 128, vec![2; 64])
+    };
+    assert!(fp.receive(&p2.frame(), &mut mem).placed());
+    fp.set_time(1_000_000_499);
+    assert!(ack_frames(&mut fp).is_empty());
+    fp.set_time(1_000_000_500);
+    assert_eq!(ack_frames(&mut fp).len(), 1);
 }
 
 /// Delivers a message's packets through a lossy, reordering, duplicating channel, resending

@@ -381,6 +381,7 @@ fn literal_ack_vlan_ipv4() {
         flow: 3,
         ecn_echo: true,
         ce_count: 3,
+        refused: 0x0102,
         rate_hint_mbps: 25_000,
         ts_echo: 0xdead_beef,
         sack,
@@ -415,8 +416,8 @@ fn literal_ack_vlan_ipv4() {
         &[0x00, 0x00, 0x0f, 0xff],
         // ACK: flow 3; flags = ECN echo; reserved.
         &[0x00, 0x03, 0x01, 0x00],
-        // CE count 3; reserved.
-        &[0x00, 0x03, 0x00, 0x00],
+        // CE count 3; refused 0x0102 (258 terminal refusals on this flow).
+        &[0x00, 0x03, 0x01, 0x02],
         // Rate hint 25000 Mb/s.
         &[0x00, 0x00, 0x61, 0xa8],
         // Timestamp echo.
@@ -425,7 +426,7 @@ fn literal_ack_vlan_ipv4() {
         &[0x07, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
         &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80],
         // ICRC.
-        &[0x1f, 0x72, 0x06, 0xbc],
+        &[0xf2, 0xd1, 0x61, 0x16],
     ]);
     check_literal("ack/vlan-ipv4", &repr, &expected);
     let sacked: Vec<usize> = (0..SACK_BITS).filter(|&i| ack.sacked(i)).collect();
@@ -741,15 +742,16 @@ fn arb_data(opcode: Opcode) -> impl Strategy<Value = TransportRepr> {
 fn arb_transport(opcode: Opcode) -> BoxedStrategy<TransportRepr> {
     match opcode {
         Opcode::Ack => (
-            (any::<u16>(), any::<bool>(), any::<u16>()),
+            (any::<u16>(), any::<bool>(), any::<u16>(), any::<u16>()),
             (any::<u32>(), any::<u32>(), any::<[u8; 32]>()),
         )
             .prop_map(
-                |((flow, ecn_echo, ce_count), (rate_hint_mbps, ts_echo, sack))| {
+                |((flow, ecn_echo, ce_count, refused), (rate_hint_mbps, ts_echo, sack))| {
                     TransportRepr::Ack(AckRepr {
                         flow,
                         ecn_echo,
                         ce_count,
+                        refused,
                         rate_hint_mbps,
                         ts_echo,
                         sack,

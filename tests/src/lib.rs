@@ -365,6 +365,7 @@ pub fn random_transport(rng: &mut Rng, opcode: Opcode) -> TransportRepr {
                 flow: rng.next_u16(),
                 ecn_echo: rng.bool(),
                 ce_count: rng.next_u16(),
+                refused: rng.next_u16(),
                 rate_hint_mbps: rng.next_u32(),
                 ts_echo: rng.next_u32(),
                 sack,

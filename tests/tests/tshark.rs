@@ -378,6 +378,7 @@ const LUA_FIELDS: &[(&str, Kind)] = &[
     ("ferroce.ack.ecn_echo", Kind::Bool),
     ("ferroce.ack.reserved", Kind::BytesList),
     ("ferroce.ack.ce_count", Kind::Num),
+    ("ferroce.ack.refused", Kind::Num),
     ("ferroce.ack.rate_hint_mbps", Kind::Num),
     ("ferroce.ack.ts_echo", Kind::Num),
     ("ferroce.ack.cum_fsn", Kind::Num),
@@ -481,11 +482,9 @@ fn lua_expected(s: &Sample, frame: &[u8]) -> BTreeMap<&'static str, V> {
             e.insert("ferroce.ack.flow", V::Num(a.flow.into()));
             e.insert("ferroce.ack.flags", V::Num(a.ecn_echo.into()));
             e.insert("ferroce.ack.ecn_echo", V::Bool(a.ecn_echo));
-            e.insert(
-                "ferroce.ack.reserved",
-                V::BytesList(vec![vec![0], vec![0, 0]]),
-            );
+            e.insert("ferroce.ack.reserved", V::BytesList(vec![vec![0]]));
             e.insert("ferroce.ack.ce_count", V::Num(a.ce_count.into()));
+            e.insert("ferroce.ack.refused", V::Num(a.refused.into()));
             e.insert(
                 "ferroce.ack.rate_hint_mbps",
                 V::Num(a.rate_hint_mbps.into()),

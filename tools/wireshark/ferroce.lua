@@ -113,6 +113,9 @@ local f = {
     ack_reserved = ProtoField.bytes("ferroce.ack.reserved", "Reserved"),
     ack_ce_count = ProtoField.uint16("ferroce.ack.ce_count", "CE count", base.DEC, nil, nil,
         "CE-marked packets since the previous ACK of this flow"),
+    ack_refused = ProtoField.uint16("ferroce.ack.refused", "Refused", base.DEC, nil, nil,
+        "Terminal refusals (remote access / invalid request NAKs) on this flow since it was " ..
+        "initialised, wrapping"),
     ack_rate_hint = ProtoField.uint32("ferroce.ack.rate_hint_mbps", "Rate hint (Mb/s)",
         base.DEC, nil, nil, "Receiver's fair-share rate for this sender (0 = no hint)"),
     ack_ts_echo = ProtoField.uint32("ferroce.ack.ts_echo", "Timestamp echo (ns)", base.DEC),
@@ -355,7 +358,7 @@ local function dissect_ack(tvb, tree, off, cum, info)
     end
     check_reserved(ack:add(f.ack_reserved, tvb(off + 3, 1)), tvb(off + 3, 1))
     ack:add(f.ack_ce_count, tvb(off + 4, 2))
-    check_reserved(ack:add(f.ack_reserved, tvb(off + 6, 2)), tvb(off + 6, 2))
+    ack:add(f.ack_refused, tvb(off + 6, 2))
     ack:add(f.ack_rate_hint, tvb(off + 8, 4))
     ack:add(f.ack_ts_echo, tvb(off + 12, 4))
     ack:add(f.ack_cum_fsn, tvb(9, 3)):set_generated()

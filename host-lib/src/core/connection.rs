@@ -73,6 +73,10 @@ pub struct ConnectionStats {
     pub rnr_naks: u64,
     /// Terminal NAKs (remote access / invalid request).
     pub terminal_naks: u64,
+    /// Terminal refusals learned from ACKs whose refusal count was ahead of the NAKs that
+    /// arrived (so their NAKs were lost); the requests those ACKs newly covered failed with
+    /// [`WcStatus::RemoteErrorUnknown`].
+    pub lost_terminal_naks: u64,
     /// TX descriptors the NIC refused.
     pub tx_errors: u64,
     /// Events that did not match any state (stale or bogus); ignored.
@@ -401,6 +405,7 @@ impl Connection {
                 cum_fsn,
                 ecn_echo,
                 ce_count,
+                refused,
                 rate_hint_mbps,
                 ts_echo,
                 ref sack,
@@ -410,6 +415,7 @@ impl Connection {
                 cum_fsn,
                 ecn_echo,
                 ce_count,
+                refused,
                 rate_hint_mbps,
                 ts_echo,
                 sack,
@@ -449,6 +455,7 @@ impl Connection {
         cum_fsn: u32,
         ecn_echo: bool,
         ce_count: u16,
+        refused: u16,
         hint: u32,
         ts_echo: u32,
         sack: &[u8; SACK_BITS / 8],
@@ -529,6 +536,20 @@ impl Connection {
             self.stats.rate_hint_mbps = hint;
             self.cc.on_rate_hint(now, hint);
         }
+        // Refusals the NAKs did not tell us about: some NAK was lost, and the refused packets
+        // are among those this ACK newly covers (an ACK covering a refused FSN was sent after
+        // the refusal, so it counts it). We cannot tell which, so none of them may succeed.
+        let missed = refused.wrapping_sub(self.flows[fi].refused_known) as i16;
+        if missed > 0 {
+            self.flows[fi].refused_known = refused;
+            self.stats.lost_terminal_naks += missed as u64;
+            for &id in &acked_msgs {
+                let m = &mut self.msgs[id as usize];
+                if !m.done {
+                    m.error.get_or_insert(WcStatus::RemoteErrorUnknown);
+                }
+            }
+        }
         for &id in &acked_msgs {
             self.packet_consumed(id);
         }
@@ -589,6 +610,7 @@ impl Connection {
                     WcStatus::RemoteInvalidRequest
                 };
                 if f.consume(seq, HEADER_BYTES as u64).is_some() {
+                    f.refused_known = f.refused_known.wrapping_add(1);
                     if f.inflight_bytes == 0 {
                         f.rto_deadline = None;
                     }

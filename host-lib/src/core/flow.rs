@@ -119,6 +119,10 @@ pub(crate) struct Flow {
     pub inflight_bytes: u64,
     /// Packets parked after a "not ready" NAK, with the time to resend them.
     pub parked: VecDeque<(u64, u64)>,
+    /// Terminal refusals of this flow the receiver is known to have made (wrapping, as the
+    /// ACK's `refused` field): one per terminal NAK that consumed a packet, or the count of the
+    /// last ACK that was ahead of it (its refusals' NAKs were lost).
+    pub refused_known: u16,
 }
 
 /// Largest weight (a healthy flow).
@@ -155,6 +159,7 @@ impl Flow {
             burst_ns: 0,
             inflight_bytes: 0,
             parked: VecDeque::new(),
+            refused_known: 0,
         }
     }
 

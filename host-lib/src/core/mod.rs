@@ -190,6 +190,12 @@ pub enum WcStatus {
     /// The peer refused a packet as contradicting its message (for a Send: longer than the
     /// posted buffer). The connection stays usable.
     RemoteInvalidRequest,
+    /// The peer refused at least one packet terminally (remote access or invalid request), but
+    /// the NAK saying which was lost: an ACK's refusal count showed more refusals than the NAKs
+    /// that arrived, and this request had packets among those the ACK newly acknowledged. The
+    /// exact reason is unknown, and the request may even have been written in full: the sender
+    /// only knows it must not report success. The connection stays usable.
+    RemoteErrorUnknown,
     /// A received Send did not fit the posted buffer (receive side).
     LocalLengthError,
     /// The peer kept refusing the message for lack of a posted receive.

@@ -68,6 +68,7 @@ fn ack(flow: u16, cum: u32, sacked: &[u32], ts: u32) -> Event {
         cum_fsn: cum,
         ecn_echo: false,
         ce_count: 0,
+        refused: 0,
         rate_hint_mbps: 0,
         ts_echo: ts,
         sack,
@@ -228,6 +229,97 @@ fn a_fence_holds_later_requests_until_earlier_ones_complete() {
     let d2 = send_all(&mut c, 1000);
     assert_eq!(d2.len(), 1);
     assert_eq!(d2[0].tag, 1);
+}
+
+/// [`ack`] carrying the receiver's terminal refusal count.
+fn ack_refused(flow: u16, cum: u32, sacked: &[u32], refused: u16) -> Event {
+    let mut e = ack(flow, cum, sacked, 0);
+    if let Event::Ack { refused: r, .. } = &mut e {
+        *r = refused;
+    }
+    e
+}
+
+#[test]
+fn an_ack_counting_a_refusal_whose_nak_was_lost_fails_what_it_covers() {
+    let mut c = ready(1, &[TagMode::Ordered], TransportConfig::default());
+    c.post(write(1, 0, 2 * MTU)).unwrap();
+    c.post(write(2, 0, 10)).unwrap();
+    c.post(write(3, 0, 10)).unwrap();
+    c.post(write(4, 0, 10)).unwrap();
+    let d = send_all(&mut c, 0);
+    assert_eq!(d.len(), 5);
+    // Packet 0 acknowledged before the refusal of packet 1: nothing completes yet.
+    c.handle_event(10, &ack_refused(0, d[1].fsn, &[], 0));
+    assert!(completions(&mut c).is_empty());
+    // The NAK of packet 1 was lost. This ACK newly covers packets 1 and 2 (cumulatively) and
+    // packet 4 (SACK) and counts one refusal: none of writes 1, 2 and 4 may succeed.
+    c.handle_event(20, &ack_refused(0, d[3].fsn, &[d[4].fsn], 1));
+    let wcs: Vec<(u64, WcStatus)> = completions(&mut c)
+        .iter()
+        .map(|w| (w.wr_id, w.status))
+        .collect();
+    assert_eq!(
+        wcs,
+        vec![
+            (1, WcStatus::RemoteErrorUnknown),
+            (2, WcStatus::RemoteErrorUnknown)
+        ]
+    );
+    assert_eq!(c.stats().lost_terminal_naks, 1);
+    // The count was adopted: packet 3 is acknowledged under the same count and succeeds; write
+    // 4 keeps its error.
+    c.handle_event(30, &ack_refused(0, fsn_add(d[4].fsn, 1), &[], 1));
+    let wcs: Vec<(u64, WcStatus)> = completions(&mut c)
+        .iter()
+        .map(|w| (w.wr_id, w.status))
+        .collect();
+    assert_eq!(
+        wcs,
+        vec![(3, WcStatus::Success), (4, WcStatus::RemoteErrorUnknown)]
+    );
+    // The lost NAK turning up late, or an older ACK, changes nothing.
+    c.handle_event(
+        40,
+        &Event::Nak {
+            conn: 7,
+            flow: 0,
+            fsn: d[1].fsn,
+            reason: NakReason::RemoteAccess,
+            tag: 0,
+            msn: 0,
+            offset: MTU,
+        },
+    );
+    c.handle_event(50, &ack_refused(0, d[3].fsn, &[], 0));
+    assert!(completions(&mut c).is_empty());
+    assert_eq!(c.stats().lost_terminal_naks, 1);
+    // A refusal learned from its NAK is not counted twice when the ACK reports it.
+    c.post(write(5, 0, 10)).unwrap();
+    c.post(write(6, 0, 10)).unwrap();
+    let d = send_all(&mut c, 60);
+    c.handle_event(
+        70,
+        &Event::Nak {
+            conn: 7,
+            flow: 0,
+            fsn: d[0].fsn,
+            reason: NakReason::InvalidRequest,
+            tag: 0,
+            msn: 4,
+            offset: 0,
+        },
+    );
+    c.handle_event(80, &ack_refused(0, fsn_add(d[1].fsn, 1), &[], 2));
+    let wcs: Vec<(u64, WcStatus)> = completions(&mut c)
+        .iter()
+        .map(|w| (w.wr_id, w.status))
+        .collect();
+    assert_eq!(
+        wcs,
+        vec![(5, WcStatus::RemoteInvalidRequest), (6, WcStatus::Success)]
+    );
+    assert_eq!(c.stats().lost_terminal_naks, 1);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! | kind | bytes |
 //! |---|---|
 //! | 1 completion | 1 status, 2 opcode, 3 flags (bit 0 imm valid), 4–7 conn, 8–9 Tag, 12–15 MSN, 16–19 SSN, 20–23 message length, 24–27 imm |
-//! | 2 ACK | 1 flags (bit 0 ECN-echo), 2–3 flow, 4–7 conn, 8–11 cumulative FSN, 12–13 CE count, 16–19 rate hint (Mb/s), 20–23 timestamp echo, 32–63 SACK bitmap |
+//! | 2 ACK | 1 flags (bit 0 ECN-echo), 2–3 flow, 4–7 conn, 8–11 cumulative FSN, 12–13 CE count, 14–15 refused (terminal refusals on the flow, wrapping), 16–19 rate hint (Mb/s), 20–23 timestamp echo, 32–63 SACK bitmap |
 //! | 3 NAK | 1 reason, 2–3 flow, 4–7 conn, 8–11 FSN, 12–13 Tag, 16–19 MSN, 20–23 offset |
 //! | 4 CM | 1 flags (bit 0 IPv6), 2–3 UDP source port, 4–7 BTH destination connection, 8–13 source MAC, 14–15 VLAN TCI (bit 16 of flags word: tagged = byte 1 bit 1), 16–31 source IP (IPv4-mapped for IPv4), 32–63 the CM message |
 //! | 5 TX error | 1 reason, 2–3 flow, 4–7 conn, 8–11 FSN, 12 opcode |
@@ -101,6 +101,9 @@ pub enum Event {
         ecn_echo: bool,
         /// CE-marked packets covered by this ACK.
         ce_count: u16,
+        /// Terminal refusals (`RemoteAccess` / `InvalidRequest` NAKs) the receiver made on this
+        /// flow since it was initialised, wrapping (the ACK's `refused` field).
+        refused: u16,
         /// Receiver's rate hint (Mb/s).
         rate_hint_mbps: u32,
         /// Echoed timestamp.
@@ -207,6 +210,7 @@ impl Event {
                 cum_fsn,
                 ecn_echo,
                 ce_count,
+                refused,
                 rate_hint_mbps,
                 ts_echo,
                 sack,
@@ -217,6 +221,7 @@ impl Event {
                 put_u32(&mut b, 4, conn);
                 put_u32(&mut b, 8, cum_fsn);
                 put_u16(&mut b, 12, ce_count);
+                put_u16(&mut b, 14, refused);
                 put_u32(&mut b, 16, rate_hint_mbps);
                 put_u32(&mut b, 20, ts_echo);
                 b[32..64].copy_from_slice(&sack);
@@ -294,6 +299,7 @@ impl Event {
                 conn: get_u32(b, 4),
                 cum_fsn: get_u32(b, 8),
                 ce_count: get_u16(b, 12),
+                refused: get_u16(b, 14),
                 rate_hint_mbps: get_u32(b, 16),
                 ts_echo: get_u32(b, 20),
                 sack: b[32..64].try_into().map_err(|_| BadEvent)?,
@@ -355,6 +361,7 @@ mod tests {
                 cum_fsn: 0xfffffe,
                 ecn_echo: true,
                 ce_count: 3,
+                refused: 0xa55a,
                 rate_hint_mbps: 25_000,
                 ts_echo: 123_456,
                 sack,
@@ -399,6 +406,9 @@ mod tests {
         for e in events {
             assert_eq!(Event::from_bytes(&e.to_bytes()), Ok(e));
         }
+        // ACK: CE count in bytes 12–13, refusal count in 14–15 (little-endian like every event).
+        let ack = events[1].to_bytes();
+        assert_eq!(ack[12..16], [3, 0, 0x5a, 0xa5]);
         assert_eq!(Event::from_bytes(&[0u8; 64]), Err(BadEvent));
     }
 }

@@ -15,6 +15,12 @@ pub const CONTROL: u32 = 0x0008;
 pub const CONTROL_RX_ENABLE: u32 = 1 << 0;
 /// Control bit: process TX descriptors.
 pub const CONTROL_TX_ENABLE: u32 = 1 << 1;
+/// ACK timer in nanoseconds (default [`DEFAULT_ACK_DELAY_NS`]; 0 = no timer): a flow holding
+/// consumed packets not yet acknowledged sends its ACK once the oldest of them arrived this long
+/// ago, even if fewer than [`ACK_COALESCE`] packets arrived.
+pub const ACK_DELAY_NS: u32 = 0x000C;
+/// Reset value of [`ACK_DELAY_NS`].
+pub const DEFAULT_ACK_DELAY_NS: u32 = 10_000;
 /// UDP destination port of ferroce traffic (default 4791).
 pub const UDP_PORT: u32 = 0x0010;
 /// Data packets per flow between coalesced ACKs (default 4; 1 = ACK every packet).

@@ -27,7 +27,8 @@ use crate::hsi::{
 };
 use crate::wire::{EthernetAddress, Opcode, ROCEV2_UDP_PORT};
 use sack::FlowRxState;
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 pub use rx::Verdict;
 pub use tx::TTL as TX_TTL;
@@ -46,6 +47,8 @@ pub trait HostMemory {
 
 /// Default number of data packets per flow between coalesced ACKs.
 pub const DEFAULT_ACK_COALESCE: u32 = 4;
+/// Default ACK timer (nanoseconds): see [`regs::ACK_DELAY_NS`].
+pub const DEFAULT_ACK_DELAY_NS: u32 = regs::DEFAULT_ACK_DELAY_NS;
 
 /// State of one in-progress message slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -74,6 +77,7 @@ pub(crate) struct Registers {
     pub control: u32,
     pub udp_port: u16,
     pub ack_coalesce: u32,
+    pub ack_delay_ns: u32,
     pub mac: EthernetAddress,
     pub table_index: u32,
     pub table_status: u32,
@@ -100,13 +104,18 @@ pub struct FastPath {
     pub(crate) slots: Vec<MsgSlot>,
     counters: Vec<u64>,
     now_ns: u64,
+    /// ACK timers, earliest first: (deadline, flow table index, connection id, flow). At most
+    /// one live entry per flow (see [`FlowRxState::timer_queued`]); an entry whose flow was
+    /// acknowledged meanwhile is dropped when it comes up.
+    ack_timers: BinaryHeap<Reverse<(u64, usize, u32, u16)>>,
     tx_frames: VecDeque<Vec<u8>>,
     events: VecDeque<Event>,
 }
 
 impl FastPath {
     /// A NIC with the given table sizes, receive and transmit enabled, port 4791, ACK every
-    /// [`DEFAULT_ACK_COALESCE`] packets, every table entry invalid.
+    /// [`DEFAULT_ACK_COALESCE`] packets or after [`DEFAULT_ACK_DELAY_NS`], every table entry
+    /// invalid.
     pub fn new(sizes: TableSizes) -> Self {
         FastPath {
             sizes,
@@ -114,6 +123,7 @@ impl FastPath {
                 control: regs::CONTROL_RX_ENABLE | regs::CONTROL_TX_ENABLE,
                 udp_port: ROCEV2_UDP_PORT,
                 ack_coalesce: DEFAULT_ACK_COALESCE,
+                ack_delay_ns: DEFAULT_ACK_DELAY_NS,
                 ..Default::default()
             },
             regions: vec![RegionEntry::default(); sizes.regions as usize],
@@ -123,6 +133,7 @@ impl FastPath {
             slots: vec![MsgSlot::default(); (sizes.tags * sizes.msg_slots) as usize],
             counters: vec![0; Counter::COUNT],
             now_ns: 0,
+            ack_timers: BinaryHeap::new(),
             tx_frames: VecDeque::new(),
             events: VecDeque::new(),
         }
@@ -133,9 +144,64 @@ impl FastPath {
         self.sizes
     }
 
-    /// Advances the NIC's timestamp counter (nanoseconds). Time never goes backwards.
+    /// Advances the NIC's timestamp counter (nanoseconds). Time never goes backwards. ACK
+    /// timers that expire by the new time fire (see [`Self::poll_ack_timers`]).
     pub fn set_time(&mut self, now_ns: u64) {
         self.now_ns = self.now_ns.max(now_ns);
+        self.poll_ack_timers();
+    }
+
+    /// Sends the ACK of every flow whose ACK timer has expired at the current time: a flow
+    /// holding consumed, unacknowledged packets, the oldest of which arrived at least
+    /// `ACK_DELAY_NS` ago. The ACK carries the flow's current state, leaves on the entropy of
+    /// the flow's last data packet and echoes that packet's timestamp. Costs one heap operation
+    /// per expired timer; flows without pending packets cost nothing. [`Self::set_time`] calls
+    /// it, so a driver that advances time drives the timers.
+    pub fn poll_ack_timers(&mut self) {
+        while let Some(&Reverse((deadline, idx, conn_id, flow))) = self.ack_timers.peek() {
+            if deadline > self.now_ns {
+                break;
+            }
+            self.ack_timers.pop();
+            let st = self.flows[idx];
+            match st.ack_due {
+                Some(due) if due > deadline => {
+                    // Re-armed after an ACK: wait for the newer deadline.
+                    self.ack_timers.push(Reverse((due, idx, conn_id, flow)));
+                    continue;
+                }
+                Some(_) => {}
+                None => {
+                    self.flows[idx].timer_queued = false;
+                    continue;
+                }
+            }
+            self.flows[idx].timer_queued = false;
+            let conn = self.conns.get(conn_id as usize).copied();
+            let still_ours = conn.is_some_and(|c| {
+                c.valid && flow < c.flow_count && c.flow_base as usize + flow as usize == idx
+            });
+            if st.unacked == 0 || !still_ours {
+                self.flows[idx].ack_due = None;
+                continue;
+            }
+            self.send_ack(conn_id, idx, flow, st.last_entropy, st.last_ts);
+        }
+    }
+
+    /// Starts the ACK timer of a flow whose first unacknowledged packet was just consumed.
+    pub(crate) fn arm_ack_timer(&mut self, conn_id: u32, flow_idx: usize, flow: u16) {
+        if self.regs.ack_delay_ns == 0 {
+            return;
+        }
+        let due = self.now_ns + self.regs.ack_delay_ns as u64;
+        let fl = &mut self.flows[flow_idx];
+        fl.ack_due = Some(due);
+        if !fl.timer_queued {
+            fl.timer_queued = true;
+            self.ack_timers
+                .push(Reverse((due, flow_idx, conn_id, flow)));
+        }
     }
 
     /// The current value of a counter.
@@ -182,6 +248,7 @@ impl FastPath {
             regs::CONTROL => r.control = value,
             regs::UDP_PORT => r.udp_port = value as u16,
             regs::ACK_COALESCE => r.ack_coalesce = value.max(1),
+            regs::ACK_DELAY_NS => r.ack_delay_ns = value,
             regs::MAC_LO => {
                 r.mac = EthernetAddress::from_u64((r.mac.to_u64() & !0xffff_ffff) | value as u64)
             }
@@ -229,6 +296,7 @@ impl FastPath {
             regs::CONTROL => r.control,
             regs::UDP_PORT => r.udp_port as u32,
             regs::ACK_COALESCE => r.ack_coalesce,
+            regs::ACK_DELAY_NS => r.ack_delay_ns,
             regs::MAC_LO => r.mac.to_u64() as u32,
             regs::MAC_HI => (r.mac.to_u64() >> 32) as u32,
             regs::TIMESTAMP_LO => self.now_ns as u32,

@@ -99,6 +99,7 @@ impl FastPath {
                     cum_fsn: f.bth.psn,
                     ecn_echo: a.ecn_echo,
                     ce_count: a.ce_count,
+                    refused: a.refused,
                     rate_hint_mbps: a.rate_hint_mbps,
                     ts_echo: a.ts_echo,
                     sack: a.sack,
@@ -140,6 +141,13 @@ impl FastPath {
         if flow_idx >= self.flows.len() {
             return Counter::RxBadFlow;
         }
+        {
+            // A timer ACK goes out on the entropy of the flow's last data packet, echoing its
+            // timestamp.
+            let fl = &mut self.flows[flow_idx];
+            fl.last_entropy = f.udp.src_port;
+            fl.last_ts = d.timestamp;
+        }
         let ce = f.ip.ecn() == ECN_CE;
         if ce {
             self.count(Counter::RxCeMarked);
@@ -150,7 +158,7 @@ impl FastPath {
         let (distance, opens_gap) = match self.flows[flow_idx].classify(fsn) {
             SackClass::Duplicate => {
                 // The sender may have lost our ACK: tell it again at once.
-                self.send_ack(conn_id, flow_idx, d.flow, f);
+                self.send_ack(conn_id, flow_idx, d.flow, f.udp.src_port, d.timestamp);
                 return Counter::RxDuplicate;
             }
             SackClass::OutOfWindow => {
@@ -170,6 +178,10 @@ impl FastPath {
                 return c;
             }
             Err(Refusal::Terminal(c, reason, status)) => {
+                // Every ACK of the flow from now on carries the refusal, so the sender learns
+                // of it even if this NAK is lost.
+                let fl = &mut self.flows[flow_idx];
+                fl.refused = fl.refused.wrapping_add(1);
                 self.send_nak(conn_id, d, fsn, reason, f);
                 if let Some(status) = status {
                     self.account(conn_id, d, f.payload.len() as u64, Some(status));
@@ -202,7 +214,10 @@ impl FastPath {
         fl.unacked = fl.unacked.saturating_add(1);
         let coalesce_due = fl.unacked as u32 >= self.regs.ack_coalesce;
         if f.bth.ack_req || ce || opens_gap || coalesce_due {
-            self.send_ack(conn_id, flow_idx, d.flow, f);
+            self.send_ack(conn_id, flow_idx, d.flow, f.udp.src_port, d.timestamp);
+        } else if fl.unacked == 1 {
+            // The oldest packet the next ACK will cover: start the ACK timer.
+            self.arm_ack_timer(conn_id, flow_idx, d.flow);
         }
         verdict
     }

@@ -29,6 +29,18 @@ pub struct FlowRxState {
     pub unacked: u16,
     /// CE-marked packets since the last ACK (saturating).
     pub ce_count: u16,
+    /// Terminal refusals (packets consumed with a `RemoteAccess` or `InvalidRequest` NAK)
+    /// since the flow was initialised, wrapping. Carried in every ACK of the flow.
+    pub refused: u16,
+    /// UDP source port (entropy) of the flow's last data packet: where a timer ACK goes.
+    pub last_entropy: u16,
+    /// Timestamp of the flow's last data packet: the timer ACK's `ts_echo`.
+    pub last_ts: u32,
+    /// When the ACK timer expires (the oldest unacknowledged consumed packet arrived
+    /// `ACK_DELAY_NS` before it); `None` when no timer runs.
+    pub ack_due: Option<u64>,
+    /// Whether the flow has an entry in the NIC's ACK timer queue.
+    pub timer_queued: bool,
 }
 
 impl FlowRxState {

@@ -156,25 +156,24 @@ impl FastPath {
         Ok(())
     }
 
-    /// Sends the flow's current SACK state to the peer and clears its pending-ACK state. The
-    /// ACK leaves on the entropy (UDP source port) of the packet that triggered it.
+    /// Sends the flow's current SACK state to the peer and clears its pending-ACK state (and
+    /// its ACK timer). The ACK leaves on `entropy` (UDP source port) and echoes `ts_echo`: those
+    /// of the packet that triggered it, or of the flow's last data packet for a timer ACK.
     pub(crate) fn send_ack(
         &mut self,
         conn_id: u32,
         flow_idx: usize,
         flow: u16,
-        trigger: &Frame<'_>,
+        entropy: u16,
+        ts_echo: u32,
     ) {
         let conn = self.conns[conn_id as usize];
         let st = self.flows[flow_idx];
-        let ts_echo = match trigger.transport {
-            TransportRepr::Data(d) => d.timestamp,
-            _ => 0,
-        };
         let ack = AckRepr {
             flow,
             ecn_echo: st.ce_count > 0,
             ce_count: st.ce_count,
+            refused: st.refused,
             rate_hint_mbps: conn.rate_hint_mbps,
             ts_echo,
             sack: st.sack_bytes(),
@@ -186,16 +185,11 @@ impl FastPath {
             ack_req: false,
             psn: st.cum,
         };
-        let frame = self.build(
-            &conn,
-            trigger.udp.src_port,
-            bth,
-            TransportRepr::Ack(ack),
-            &[],
-        );
+        let frame = self.build(&conn, entropy, bth, TransportRepr::Ack(ack), &[]);
         let fl = &mut self.flows[flow_idx];
         fl.unacked = 0;
         fl.ce_count = 0;
+        fl.ack_due = None;
         self.count(Counter::TxAcks);
         self.emit_frame(frame);
     }

@@ -42,6 +42,7 @@ mod ack {
     pub const FLOW: Field = 0..2;
     pub const FLAGS: usize = 2;
     pub const CE_COUNT: Field = 4..6;
+    pub const REFUSED: Field = 6..8;
     pub const RATE_HINT: Field = 8..12;
     pub const TS_ECHO: Field = 12..16;
     pub const SACK: Field = 16..48;
@@ -116,6 +117,11 @@ pub struct AckRepr {
     pub ecn_echo: bool,
     /// Number of CE-marked packets since the previous ACK of this flow (saturating).
     pub ce_count: u16,
+    /// Terminal refusals on this flow since the receiver initialised it (wrapping): data
+    /// packets consumed with a `RemoteAccess` or `InvalidRequest` NAK. A sender that learned
+    /// fewer refusals from NAKs than this lost a NAK, and must not report success for the
+    /// packets this ACK newly covers.
+    pub refused: u16,
     /// The receiver's fair-share rate hint for this sender, in Mb/s (0 = no hint).
     pub rate_hint_mbps: u32,
     /// Timestamp of the packet that triggered this ACK, echoed.
@@ -264,6 +270,7 @@ impl TransportRepr {
                 flow: read_u16(b, ack::FLOW.start),
                 ecn_echo: b[ack::FLAGS] & ack::FLAG_ECE != 0,
                 ce_count: read_u16(b, ack::CE_COUNT.start),
+                refused: read_u16(b, ack::REFUSED.start),
                 rate_hint_mbps: read_u32(b, ack::RATE_HINT.start),
                 ts_echo: read_u32(b, ack::TS_ECHO.start),
                 sack: b[ack::SACK].try_into().unwrap_or([0; SACK_BITS / 8]),
@@ -363,6 +370,7 @@ impl TransportRepr {
                 write_u16(b, ack::FLOW.start, a.flow);
                 b[ack::FLAGS] = if a.ecn_echo { ack::FLAG_ECE } else { 0 };
                 write_u16(b, ack::CE_COUNT.start, a.ce_count);
+                write_u16(b, ack::REFUSED.start, a.refused);
                 write_u32(b, ack::RATE_HINT.start, a.rate_hint_mbps);
                 write_u32(b, ack::TS_ECHO.start, a.ts_echo);
                 b[ack::SACK].copy_from_slice(&a.sack);
