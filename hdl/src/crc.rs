@@ -6,11 +6,9 @@
 //! or final inversion here; callers start from `0xFFFFFFFF` (or a precomputed state) and invert
 //! at the end, as `crc32fast` does.
 //!
-//! Written as the byte-serial, bit-serial recurrence with a per-lane enable; synthesis turns
-//! each lane into an XOR network. The lane enables sit between the lanes, so a full beat is a
-//! chain of eight such networks: fine for simulation and the first synthesis figures; a
-//! parallel-prefix form (all eight candidate results, one multiplexer) is the next step for
-//! Fmax.
+//! The recurrence runs over all eight bytes without enables, so synthesis sees eight prefix
+//! states that are each a pure XOR network of the inputs; a one-hot AND-OR picks the state after
+//! the last enabled lane.
 
 use rust_hdl::prelude::*;
 
@@ -31,6 +29,8 @@ pub struct Crc32Beat {
     poly: Constant<Bits<32>>,
     acc: Signal<Local, Bits<32>>,
     feedback: Signal<Local, Bit>,
+    picked: Signal<Local, Bits<32>>,
+    next_lanes: Signal<Local, Bits<8>>,
 }
 
 impl Default for Crc32Beat {
@@ -43,6 +43,8 @@ impl Default for Crc32Beat {
             poly: Constant::new(POLY.to_bits()),
             acc: Default::default(),
             feedback: Default::default(),
+            picked: Default::default(),
+            next_lanes: Default::default(),
         }
     }
 }
@@ -50,21 +52,30 @@ impl Default for Crc32Beat {
 impl Logic for Crc32Beat {
     #[hdl_gen]
     fn update(&mut self) {
+        // The recurrence runs over all eight lanes unconditionally, so each intermediate state
+        // is a pure XOR network of the inputs; the result is the state after the last enabled
+        // lane, picked by a one-hot AND-OR (the lanes are a prefix).
         self.acc.next = self.crc_in.val();
         self.feedback.next = false;
+        self.picked.next = 0.into();
+        self.next_lanes.next = self.lanes.val() >> 1_u64;
+        if self.lanes.val() == 0_u64 {
+            self.picked.next = self.crc_in.val();
+        }
         for lane in 0_usize..8 {
-            if self.lanes.val().get_bit(lane) {
-                for bit in 0_usize..8 {
-                    self.feedback.next =
-                        self.acc.val().get_bit(0) ^ self.data.val().get_bit(lane * 8 + bit);
-                    self.acc.next = self.acc.val() >> 1_u64;
-                    if self.feedback.val() {
-                        self.acc.next = self.acc.val() ^ self.poly.val();
-                    }
+            for bit in 0_usize..8 {
+                self.feedback.next =
+                    self.acc.val().get_bit(0) ^ self.data.val().get_bit(lane * 8 + bit);
+                self.acc.next = self.acc.val() >> 1_u64;
+                if self.feedback.val() {
+                    self.acc.next = self.acc.val() ^ self.poly.val();
                 }
             }
+            if self.lanes.val().get_bit(lane) & !self.next_lanes.val().get_bit(lane) {
+                self.picked.next = self.picked.val() | self.acc.val();
+            }
         }
-        self.crc_out.next = self.acc.val();
+        self.crc_out.next = self.picked.val();
     }
 }
 

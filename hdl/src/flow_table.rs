@@ -15,7 +15,8 @@
 //! | [`OP_ACK`] | unacked := 0, CE count := 0 | the state before clearing (what the ACK reports) |
 //! | [`OP_READ`] | none | the state |
 //!
-//! Latency: classify 3 cycles, accept 4, the others 3. The trailing-ones search is a two-level
+//! Latency: classify 4 cycles, accept 5, the others 4 (the block RAM output is registered
+//! before any logic uses it). The trailing-ones search is a two-level
 //! tree (16 groups of 16), the window shift one barrel shifter.
 
 use rust_hdl::prelude::*;
@@ -42,6 +43,7 @@ pub const CLASS_OUT_OF_WINDOW: u64 = 2;
 enum Phase {
     Idle,
     Read,
+    Exec,
     Run,
     Shift,
 }
@@ -104,6 +106,7 @@ pub struct FlowTable<const A: usize> {
     unacked: DFF<Bits<16>>,
     ce_count: DFF<Bits<16>>,
     run: DFF<Bits<9>>,
+    diff_q: DFF<Bits<24>>,
     out_valid: DFF<Bit>,
     out_class: DFF<Bits<2>>,
     out_distance: DFF<Bits<9>>,
@@ -173,6 +176,7 @@ impl<const A: usize> Default for FlowTable<A> {
             unacked: Default::default(),
             ce_count: Default::default(),
             run: Default::default(),
+            diff_q: Default::default(),
             out_valid: Default::default(),
             out_class: Default::default(),
             out_distance: Default::default(),
@@ -227,7 +231,8 @@ impl<const A: usize> Logic for FlowTable<A> {
             out_cum,
             out_bitmap,
             out_unacked,
-            out_ce
+            out_ce,
+            diff_q
         );
         self.ram.read_clock.next = self.clock.val();
         self.ram.write_clock.next = self.clock.val();
@@ -250,9 +255,9 @@ impl<const A: usize> Logic for FlowTable<A> {
         self.next_unacked.next = self.unacked.q.val();
         self.next_ce.next = self.ce_count.q.val();
         self.diff.next = self.fsn.q.val() - self.r_cum.val();
-        self.ce_next.next = self.r_ce.val();
-        if self.ce.q.val() & (self.r_ce.val() != 0xFFFF_u64) {
-            self.ce_next.next = self.r_ce.val() + 1_u64;
+        self.ce_next.next = self.ce_count.q.val();
+        if self.ce.q.val() & (self.ce_count.q.val() != 0xFFFF_u64) {
+            self.ce_next.next = self.ce_count.q.val() + 1_u64;
         }
 
         // Lowest zero of the window: which 16-bit group, then where in it.
@@ -299,20 +304,25 @@ impl<const A: usize> Logic for FlowTable<A> {
                 }
             }
             Phase::Read => {
-                // The RAM output now holds the entry.
+                // The RAM output now holds the entry: register it (and the FSN distance) so the
+                // operation below works from flip-flops, not from the block RAM's output.
                 self.cum.d.next = self.r_cum.val();
                 self.bitmap.d.next = self.r_bitmap.val();
                 self.unacked.d.next = self.r_unacked.val();
                 self.ce_count.d.next = self.r_ce.val();
+                self.diff_q.d.next = self.diff.val();
+                self.phase.d.next = Phase::Exec;
+            }
+            Phase::Exec => {
                 self.out_class.d.next = 0.into();
                 self.out_distance.d.next = 0.into();
                 self.out_gap.d.next = false;
                 self.phase.d.next = Phase::Idle;
                 self.out_valid.d.next = true;
-                self.out_cum.d.next = self.r_cum.val();
-                self.out_bitmap.d.next = self.r_bitmap.val();
-                self.out_unacked.d.next = self.r_unacked.val();
-                self.out_ce.d.next = self.r_ce.val();
+                self.out_cum.d.next = self.cum.q.val();
+                self.out_bitmap.d.next = self.bitmap.q.val();
+                self.out_unacked.d.next = self.unacked.q.val();
+                self.out_ce.d.next = self.ce_count.q.val();
                 if self.op.q.val() == self.k_op_init.val() {
                     self.write_back.next = true;
                     self.next_cum.next = self.fsn.q.val();
@@ -325,36 +335,38 @@ impl<const A: usize> Logic for FlowTable<A> {
                     self.out_ce.d.next = 0.into();
                 } else if self.op.q.val() == self.k_op_classify.val() {
                     self.write_back.next = true;
-                    self.next_cum.next = self.r_cum.val();
-                    self.next_bitmap.next = self.r_bitmap.val();
-                    self.next_unacked.next = self.r_unacked.val();
+                    self.next_cum.next = self.cum.q.val();
+                    self.next_bitmap.next = self.bitmap.q.val();
+                    self.next_unacked.next = self.unacked.q.val();
                     self.next_ce.next = self.ce_next.val();
                     self.out_ce.d.next = self.ce_next.val();
-                    if self.diff.val().get_bit(23) {
+                    if self.diff_q.q.val().get_bit(23) {
                         self.out_class.d.next = self.k_dup.val();
-                    } else if self.diff.val() > self.k_window.val() {
+                    } else if self.diff_q.q.val() > self.k_window.val() {
                         self.out_class.d.next = self.k_oow.val();
-                    } else if self.diff.val() == 0_u64 {
+                    } else if self.diff_q.q.val() == 0_u64 {
                         self.out_class.d.next = self.k_new.val();
                     } else if self
-                        .r_bitmap
+                        .bitmap
+                        .q
                         .val()
-                        .get_bit((self.diff.val() - 1_u64).index())
+                        .get_bit((self.diff_q.q.val() - 1_u64).index())
                     {
                         self.out_class.d.next = self.k_dup.val();
                     } else {
                         self.out_class.d.next = self.k_new.val();
-                        self.out_distance.d.next = self.diff.val().get_bits::<9>(0);
-                        self.out_gap.d.next = (self.diff.val() == 1_u64)
+                        self.out_distance.d.next = self.diff_q.q.val().get_bits::<9>(0);
+                        self.out_gap.d.next = (self.diff_q.q.val() == 1_u64)
                             | !self
-                                .r_bitmap
+                                .bitmap
+                                .q
                                 .val()
-                                .get_bit((self.diff.val() - 2_u64).index());
+                                .get_bit((self.diff_q.q.val() - 2_u64).index());
                     }
                 } else if self.op.q.val() == self.k_op_ack.val() {
                     self.write_back.next = true;
-                    self.next_cum.next = self.r_cum.val();
-                    self.next_bitmap.next = self.r_bitmap.val();
+                    self.next_cum.next = self.cum.q.val();
+                    self.next_bitmap.next = self.bitmap.q.val();
                     self.next_unacked.next = 0.into();
                     self.next_ce.next = 0.into();
                 } else if self.op.q.val() == self.k_op_accept.val() {

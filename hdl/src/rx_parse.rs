@@ -11,12 +11,13 @@
 //!   masked LRH (folded into the initial state [`CRC_AFTER_LRH`]), then the IP packet from its
 //!   first byte, shifted by 6 bytes (untagged) or 2 bytes (tagged) so that every beat is full
 //!   except the last; the variant fields are forced to ones at their fixed positions; the four
-//!   ICRC bytes are picked out of the same stream. One extra cycle after `tlast` finishes it;
+//!   ICRC bytes are picked out of the same stream. Each realigned beat is registered before the
+//!   CRC step, so the CRC sees only registered lengths; one flush beat after `tlast` finishes it;
 //! - at the end of the frame every check is evaluated at once and a priority encoder reports
 //!   the first that fails, in `parse_frame`'s order.
 //!
-//! The verdict for a frame is valid (`out_valid` high for one cycle) two cycles after its last
-//! beat. Frames may follow each other back to back, down to one beat each.
+//! The verdict for a frame is valid (`out_valid` high for one cycle) three cycles after its
+//! last beat. Frames may follow each other back to back, down to one beat each.
 //!
 //! Not yet handled: `tuser` (MAC-reported errors) is ignored; the model has no such input yet.
 
@@ -153,8 +154,6 @@ pub struct RxParser {
     flen1: DFF<Bits<16>>,
     valid2: DFF<Bit>,
     err2: DFF<Bits<4>>,
-    crc2: DFF<Bits<32>>,
-    icrc2: DFF<Bits<32>>,
     flen2: DFF<Bits<16>>,
     vlan2: DFF<Bit>,
     tci2: DFF<Bits<16>>,
@@ -172,6 +171,31 @@ pub struct RxParser {
     th2: DFF<Bits<384>>,
     poff2: DFF<Bits<16>>,
     plen2: DFF<Bits<16>>,
+    valid3: DFF<Bit>,
+    crc3: DFF<Bits<32>>,
+    icrc3: DFF<Bits<32>>,
+    err3: DFF<Bits<4>>,
+    flen3: DFF<Bits<16>>,
+    vlan3: DFF<Bit>,
+    tci3: DFF<Bits<16>>,
+    smac3: DFF<Bits<48>>,
+    v6_3: DFF<Bit>,
+    sip3: DFF<Bits<128>>,
+    dip3: DFF<Bits<128>>,
+    ecn3: DFF<Bits<2>>,
+    sport3: DFF<Bits<16>>,
+    op3: DFF<Bits<8>>,
+    se3: DFF<Bit>,
+    ackreq3: DFF<Bit>,
+    qp3: DFF<Bits<24>>,
+    psn3: DFF<Bits<24>>,
+    th3: DFF<Bits<384>>,
+    poff3: DFF<Bits<16>>,
+    plen3: DFF<Bits<16>>,
+    vp_go: DFF<Bit>,
+    vp_flush: DFF<Bit>,
+    vp_data: DFF<Bits<64>>,
+    vp_base: DFF<Bits<16>>,
 
     // Combinational scratch.
     keep_count: Signal<Local, Bits<16>>,
@@ -200,7 +224,6 @@ pub struct RxParser {
     n_total: Signal<Local, Bits<17>>,
     v_data: Signal<Local, Bits<64>>,
     v_go: Signal<Local, Bit>,
-    v_base: Signal<Local, Bits<16>>,
     v_lanes: Signal<Local, Bits<8>>,
     icrc_acc: Signal<Local, Bits<32>>,
     lane_pos: Signal<Local, Bits<17>>,
@@ -321,8 +344,6 @@ impl Default for RxParser {
             flen1: Default::default(),
             valid2: Default::default(),
             err2: Default::default(),
-            crc2: Default::default(),
-            icrc2: Default::default(),
             flen2: Default::default(),
             vlan2: Default::default(),
             tci2: Default::default(),
@@ -340,6 +361,31 @@ impl Default for RxParser {
             th2: Default::default(),
             poff2: Default::default(),
             plen2: Default::default(),
+            valid3: Default::default(),
+            crc3: Default::default(),
+            icrc3: Default::default(),
+            err3: Default::default(),
+            flen3: Default::default(),
+            vlan3: Default::default(),
+            tci3: Default::default(),
+            smac3: Default::default(),
+            v6_3: Default::default(),
+            sip3: Default::default(),
+            dip3: Default::default(),
+            ecn3: Default::default(),
+            sport3: Default::default(),
+            op3: Default::default(),
+            se3: Default::default(),
+            ackreq3: Default::default(),
+            qp3: Default::default(),
+            psn3: Default::default(),
+            th3: Default::default(),
+            poff3: Default::default(),
+            plen3: Default::default(),
+            vp_go: Default::default(),
+            vp_flush: Default::default(),
+            vp_data: Default::default(),
+            vp_base: Default::default(),
             keep_count: Default::default(),
             swapped: Default::default(),
             flat: Default::default(),
@@ -366,7 +412,6 @@ impl Default for RxParser {
             n_total: Default::default(),
             v_data: Default::default(),
             v_go: Default::default(),
-            v_base: Default::default(),
             v_lanes: Default::default(),
             icrc_acc: Default::default(),
             lane_pos: Default::default(),
@@ -387,8 +432,10 @@ impl Logic for RxParser {
     fn update(&mut self) {
         dff_setup!(
             self, clock, beat, bytes, prev, s_vlan, s_v6, vtotal, vj, crc, icrc, end1, flen1,
-            valid2, err2, crc2, icrc2, flen2, vlan2, tci2, smac2, v6_2, sip2, dip2, ecn2, sport2,
-            op2, se2, ackreq2, qp2, psn2, th2, poff2, plen2
+            valid2, err2, flen2, vlan2, tci2, smac2, v6_2, sip2, dip2, ecn2, sport2, op2, se2,
+            ackreq2, qp2, psn2, th2, poff2, plen2, valid3, crc3, icrc3, err3, flen3, vlan3, tci3,
+            smac3, v6_3, sip3, dip3, ecn3, sport3, op3, se3, ackreq3, qp3, psn3, th3, poff3, plen3,
+            vp_go, vp_flush, vp_data, vp_base
         );
         for i in 0_usize..16 {
             self.h[i].clock.next = self.clock.val();
@@ -490,37 +537,50 @@ impl Logic for RxParser {
                 }
             }
         }
+        // Register the formed beat; the CRC runs on it next cycle, against the registered T.
+        self.vp_go.d.next = self.v_go.val();
+        self.vp_flush.d.next = self.end1.q.val();
+        self.vp_data.d.next = self.v_data.val();
+        self.vp_base.d.next = bit_cast::<16, 13>(self.vj.q.val()) << 3_u64;
+        if self.v_go.val() & !self.end1.q.val() {
+            self.vj.d.next = self.vj.q.val() + 1_u64;
+        }
         // Lanes inside the CRC range [8, T) and the four ICRC bytes [T, T + 4).
-        self.v_base.next = bit_cast::<16, 13>(self.vj.q.val()) << 3_u64;
         self.v_lanes.next = 0.into();
         self.icrc_acc.next = self.icrc.q.val();
         for i in 0_usize..8 {
-            self.lane_pos.next = bit_cast::<17, 16>(self.v_base.val()) + i.to_bits::<17>();
-            self.lane_byte.next = (self.v_data.val() >> (8 * i).to_bits::<6>()) & 0xFF_u64;
-            if self.v_go.val() & (self.lane_pos.val() < self.n_total.val()) {
+            self.lane_pos.next = bit_cast::<17, 16>(self.vp_base.q.val()) + i.to_bits::<17>();
+            self.lane_byte.next = (self.vp_data.q.val() >> (8 * i).to_bits::<6>()) & 0xFF_u64;
+            if self.vp_go.q.val() & (self.lane_pos.val() < self.vtotal.q.val()) {
                 self.v_lanes.next = self.v_lanes.val().replace_bit(i, true);
             }
-            if self.v_go.val()
-                & (self.lane_pos.val() >= self.n_total.val())
-                & (self.lane_pos.val() < self.n_total.val() + 4_u64)
+            if self.vp_go.q.val()
+                & (self.lane_pos.val() >= self.vtotal.q.val())
+                & (self.lane_pos.val() < self.vtotal.q.val() + 4_u64)
             {
                 self.icrc_acc.next = (self.icrc_acc.val() >> 8_u64)
                     | (bit_cast::<32, 64>(self.lane_byte.val()) << 24_u64);
             }
         }
         self.crc_unit.crc_in.next = self.crc.q.val();
-        self.crc_unit.data.next = self.v_data.val();
+        self.crc_unit.data.next = self.vp_data.q.val();
         self.crc_unit.lanes.next = self.v_lanes.val();
-        if self.v_go.val() & !self.end1.q.val() {
+        if self.vp_go.q.val() {
             self.crc.d.next = self.crc_unit.crc_out.val();
             self.icrc.d.next = self.icrc_acc.val();
-            self.vj.d.next = self.vj.q.val() + 1_u64;
         }
-        // A new frame starts the stream over (after any flush above used the old state).
+        if self.vp_go.q.val() & self.vp_flush.q.val() {
+            self.crc3.d.next = self.crc_unit.crc_out.val();
+            self.icrc3.d.next = self.icrc_acc.val();
+        }
+        // A new frame starts the stream over: the index at its first beat, the CRC state at its
+        // third (the previous frame's last beats are still in the CRC stage until then).
         if self.s_tvalid.val() & (self.beat.q.val() == 0_u64) {
+            self.vj.d.next = 1.into();
+        }
+        if self.s_tvalid.val() & (self.beat.q.val() == 2_u64) {
             self.crc.d.next = self.k_crc_lrh.val();
             self.icrc.d.next = 0.into();
-            self.vj.d.next = 1.into();
         }
         if self.s_tvalid.val() & (self.beat.q.val() == 1_u64) {
             self.s_vlan.d.next = self.n_vlan.val();
@@ -702,8 +762,6 @@ impl Logic for RxParser {
         self.valid2.d.next = self.end1.q.val() & !self.reset.val();
         if self.end1.q.val() {
             self.err2.d.next = self.err.val();
-            self.crc2.d.next = self.crc_unit.crc_out.val();
-            self.icrc2.d.next = self.icrc_acc.val();
             self.flen2.d.next = self.flen1.q.val();
             self.vlan2.d.next = self.vlan.val();
             self.tci2.d.next = self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16);
@@ -738,28 +796,49 @@ impl Logic for RxParser {
             self.end1.d.next = false;
         }
 
-        // ---- Outputs: stage 2 plus the ICRC comparison.
-        self.out_valid.next = self.valid2.q.val();
-        self.out_error.next = self.err2.q.val();
-        if (self.err2.q.val() == 0_u64) & (!self.crc2.q.val() != self.icrc2.q.val()) {
+        // ---- Stage 3: the stage-2 verdict and fields, with the finished ICRC.
+        self.valid3.d.next = self.valid2.q.val() & !self.reset.val();
+        self.err3.d.next = self.err2.q.val();
+        self.flen3.d.next = self.flen2.q.val();
+        self.vlan3.d.next = self.vlan2.q.val();
+        self.tci3.d.next = self.tci2.q.val();
+        self.smac3.d.next = self.smac2.q.val();
+        self.v6_3.d.next = self.v6_2.q.val();
+        self.sip3.d.next = self.sip2.q.val();
+        self.dip3.d.next = self.dip2.q.val();
+        self.ecn3.d.next = self.ecn2.q.val();
+        self.sport3.d.next = self.sport2.q.val();
+        self.op3.d.next = self.op2.q.val();
+        self.se3.d.next = self.se2.q.val();
+        self.ackreq3.d.next = self.ackreq2.q.val();
+        self.qp3.d.next = self.qp2.q.val();
+        self.psn3.d.next = self.psn2.q.val();
+        self.th3.d.next = self.th2.q.val();
+        self.poff3.d.next = self.poff2.q.val();
+        self.plen3.d.next = self.plen2.q.val();
+
+        // ---- Outputs: stage 3 plus the ICRC comparison.
+        self.out_valid.next = self.valid3.q.val();
+        self.out_error.next = self.err3.q.val();
+        if (self.err3.q.val() == 0_u64) & (!self.crc3.q.val() != self.icrc3.q.val()) {
             self.out_error.next = self.k_e_icrc.val();
         }
-        self.out_frame_len.next = self.flen2.q.val();
-        self.out_vlan.next = self.vlan2.q.val();
-        self.out_vlan_tci.next = self.tci2.q.val();
-        self.out_src_mac.next = self.smac2.q.val();
-        self.out_ipv6.next = self.v6_2.q.val();
-        self.out_src_ip.next = self.sip2.q.val();
-        self.out_dst_ip.next = self.dip2.q.val();
-        self.out_ecn.next = self.ecn2.q.val();
-        self.out_src_port.next = self.sport2.q.val();
-        self.out_opcode.next = self.op2.q.val();
-        self.out_solicited.next = self.se2.q.val();
-        self.out_ack_req.next = self.ackreq2.q.val();
-        self.out_dest_conn.next = self.qp2.q.val();
-        self.out_psn.next = self.psn2.q.val();
-        self.out_th.next = self.th2.q.val();
-        self.out_payload_offset.next = self.poff2.q.val();
-        self.out_payload_len.next = self.plen2.q.val();
+        self.out_frame_len.next = self.flen3.q.val();
+        self.out_vlan.next = self.vlan3.q.val();
+        self.out_vlan_tci.next = self.tci3.q.val();
+        self.out_src_mac.next = self.smac3.q.val();
+        self.out_ipv6.next = self.v6_3.q.val();
+        self.out_src_ip.next = self.sip3.q.val();
+        self.out_dst_ip.next = self.dip3.q.val();
+        self.out_ecn.next = self.ecn3.q.val();
+        self.out_src_port.next = self.sport3.q.val();
+        self.out_opcode.next = self.op3.q.val();
+        self.out_solicited.next = self.se3.q.val();
+        self.out_ack_req.next = self.ackreq3.q.val();
+        self.out_dest_conn.next = self.qp3.q.val();
+        self.out_psn.next = self.psn3.q.val();
+        self.out_th.next = self.th3.q.val();
+        self.out_payload_offset.next = self.poff3.q.val();
+        self.out_payload_len.next = self.plen3.q.val();
     }
 }
