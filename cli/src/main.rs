@@ -1,6 +1,7 @@
 //! The `ferroce` command.
 
 mod demo;
+mod perftest;
 mod replay;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -14,10 +15,11 @@ struct Cli {
     command: Command,
 }
 
-/// Which NIC implementation runs the fast path.
+/// Which NIC implementation runs the fast path. Only `model` today; `rtl` (the fast path's
+/// RTL under Verilator) arrives with the RTL NIC (issue 3).
 #[derive(Clone, Copy, Debug, ValueEnum)]
-enum Backend {
-    /// The executable model (`ferroce_proto::model`). The RTL backend arrives with issue 3.
+pub enum Backend {
+    /// The executable model (`ferroce_proto::model`).
     Model,
 }
 
@@ -78,6 +80,15 @@ enum Command {
         #[arg(long)]
         setup_out: Option<PathBuf>,
     },
+    /// RDMA Write bandwidth between two simulated nodes, perftest's ib_write_bw (simulated
+    /// time; every byte checked).
+    WriteBw(perftest::PerfArgs),
+    /// RDMA Write ping-pong latency between two simulated nodes, perftest's ib_write_lat
+    /// (simulated time; every byte checked).
+    WriteLat(perftest::PerfArgs),
+    /// Send bandwidth between two simulated nodes, perftest's ib_send_bw (simulated time;
+    /// every byte checked).
+    SendBw(perftest::PerfArgs),
     /// Feed captured frames to one NIC's receive path; write what it emits and a JSON report.
     Replay {
         /// Captured frames (classic pcap, Ethernet).
@@ -117,5 +128,8 @@ fn main() -> anyhow::Result<()> {
             out,
             report,
         } => replay::replay(&pcap, &setup, out.as_deref(), report.as_deref()),
+        Command::WriteBw(args) => perftest::run(perftest::Test::WriteBw, &args),
+        Command::WriteLat(args) => perftest::run(perftest::Test::WriteLat, &args),
+        Command::SendBw(args) => perftest::run(perftest::Test::SendBw, &args),
     }
 }
