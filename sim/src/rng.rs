@@ -33,4 +33,38 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n.max(1)
     }
+
+    /// The next 32 random bits.
+    pub fn next_u32(&mut self) -> u32 {
+        (self.next_u64() >> 32) as u32
+    }
+
+    /// The next 16 random bits.
+    pub fn next_u16(&mut self) -> u16 {
+        (self.next_u64() >> 48) as u16
+    }
+
+    /// The next 8 random bits.
+    pub fn next_u8(&mut self) -> u8 {
+        (self.next_u64() >> 56) as u8
+    }
+
+    /// A random boolean.
+    pub fn bool(&mut self) -> bool {
+        self.next_u64() >> 63 != 0
+    }
+
+    /// A number in `0..=max`.
+    pub fn upto(&mut self, max: u64) -> u64 {
+        if max == u64::MAX {
+            self.next_u64()
+        } else {
+            self.next_u64() % (max + 1)
+        }
+    }
+
+    /// `n` random bytes.
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u8()).collect()
+    }
 }

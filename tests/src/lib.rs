@@ -159,59 +159,8 @@ pub fn write_pcap<F: AsRef<[u8]>>(path: &Path, frames: &[F]) {
     w.finish().expect("pcap flush");
 }
 
-/// A small deterministic pseudo-random generator (SplitMix64), so that failures reproduce.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator seeded with `seed`.
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// The next 32 random bits.
-    pub fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-
-    /// The next 16 random bits.
-    pub fn next_u16(&mut self) -> u16 {
-        (self.next_u64() >> 48) as u16
-    }
-
-    /// The next 8 random bits.
-    pub fn next_u8(&mut self) -> u8 {
-        (self.next_u64() >> 56) as u8
-    }
-
-    /// A random boolean.
-    pub fn bool(&mut self) -> bool {
-        self.next_u64() >> 63 != 0
-    }
-
-    /// A number in `0..=max`.
-    pub fn upto(&mut self, max: u64) -> u64 {
-        if max == u64::MAX {
-            self.next_u64()
-        } else {
-            self.next_u64() % (max + 1)
-        }
-    }
-
-    /// `n` random bytes.
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next_u8()).collect()
-    }
-}
+/// The deterministic generator the tests use (SplitMix64), so that failures reproduce.
+pub use ferroce_sim::rng::Rng;
 
 /// The network layer of a sample frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
