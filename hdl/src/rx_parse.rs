@@ -17,7 +17,8 @@
 //!   the first that fails, in `parse_frame`'s order.
 //!
 //! The verdict for a frame is valid (`out_valid` high for one cycle) three cycles after its
-//! last beat. Frames may follow each other back to back, down to one beat each.
+//! last beat: the headers are copied aside at the end of the frame and checked in the next
+//! cycle, while the ICRC's last beat goes through the CRC. Frames may follow each other back to back, down to one beat each.
 //!
 //! Not yet handled: `tuser` (MAC-reported errors) is ignored; the model has no such input yet.
 
@@ -171,27 +172,14 @@ pub struct RxParser {
     th2: DFF<Bits<384>>,
     poff2: DFF<Bits<16>>,
     plen2: DFF<Bits<16>>,
-    valid3: DFF<Bit>,
+    snap: DFF<Bits<1024>>,
+    snap_len: DFF<Bits<16>>,
+    snap_valid: DFF<Bit>,
+    snap_vlan: DFF<Bit>,
+    snap_v4: DFF<Bit>,
+    snap_v6: DFF<Bit>,
     crc3: DFF<Bits<32>>,
     icrc3: DFF<Bits<32>>,
-    err3: DFF<Bits<4>>,
-    flen3: DFF<Bits<16>>,
-    vlan3: DFF<Bit>,
-    tci3: DFF<Bits<16>>,
-    smac3: DFF<Bits<48>>,
-    v6_3: DFF<Bit>,
-    sip3: DFF<Bits<128>>,
-    dip3: DFF<Bits<128>>,
-    ecn3: DFF<Bits<2>>,
-    sport3: DFF<Bits<16>>,
-    op3: DFF<Bits<8>>,
-    se3: DFF<Bit>,
-    ackreq3: DFF<Bit>,
-    qp3: DFF<Bits<24>>,
-    psn3: DFF<Bits<24>>,
-    th3: DFF<Bits<384>>,
-    poff3: DFF<Bits<16>>,
-    plen3: DFF<Bits<16>>,
     vp_go: DFF<Bit>,
     vp_flush: DFF<Bit>,
     vp_data: DFF<Bits<64>>,
@@ -204,7 +192,6 @@ pub struct RxParser {
     f3: Signal<Local, Bits<1024>>,
     f4: Signal<Local, Bits<1024>>,
     vlan: Signal<Local, Bit>,
-    ethertype: Signal<Local, Bits<16>>,
     is_v4: Signal<Local, Bit>,
     is_v6: Signal<Local, Bit>,
     eth_len: Signal<Local, Bits<17>>,
@@ -212,7 +199,7 @@ pub struct RxParser {
     ip_total: Signal<Local, Bits<17>>,
     ip_hlen: Signal<Local, Bits<17>>,
     l4_len: Signal<Local, Bits<17>>,
-    body: Signal<Local, Bits<17>>,
+    hl_th: Signal<Local, Bits<17>>,
     th_len: Signal<Local, Bits<17>>,
     op_known: Signal<Local, Bit>,
     op_data: Signal<Local, Bit>,
@@ -230,7 +217,6 @@ pub struct RxParser {
     lane_byte: Signal<Local, Bits<64>>,
     word: Signal<Local, Bits<16>>,
     flen: Signal<Local, Bits<17>>,
-    ethertype0: Signal<Local, Bits<16>>,
     opcode: Signal<Local, Bits<8>>,
     nak_reason: Signal<Local, Bits<8>>,
     cm_kind: Signal<Local, Bits<8>>,
@@ -361,27 +347,14 @@ impl Default for RxParser {
             th2: Default::default(),
             poff2: Default::default(),
             plen2: Default::default(),
-            valid3: Default::default(),
+            snap: Default::default(),
+            snap_len: Default::default(),
+            snap_valid: Default::default(),
+            snap_vlan: Default::default(),
+            snap_v4: Default::default(),
+            snap_v6: Default::default(),
             crc3: Default::default(),
             icrc3: Default::default(),
-            err3: Default::default(),
-            flen3: Default::default(),
-            vlan3: Default::default(),
-            tci3: Default::default(),
-            smac3: Default::default(),
-            v6_3: Default::default(),
-            sip3: Default::default(),
-            dip3: Default::default(),
-            ecn3: Default::default(),
-            sport3: Default::default(),
-            op3: Default::default(),
-            se3: Default::default(),
-            ackreq3: Default::default(),
-            qp3: Default::default(),
-            psn3: Default::default(),
-            th3: Default::default(),
-            poff3: Default::default(),
-            plen3: Default::default(),
             vp_go: Default::default(),
             vp_flush: Default::default(),
             vp_data: Default::default(),
@@ -392,7 +365,6 @@ impl Default for RxParser {
             f3: Default::default(),
             f4: Default::default(),
             vlan: Default::default(),
-            ethertype: Default::default(),
             is_v4: Default::default(),
             is_v6: Default::default(),
             eth_len: Default::default(),
@@ -400,7 +372,7 @@ impl Default for RxParser {
             ip_total: Default::default(),
             ip_hlen: Default::default(),
             l4_len: Default::default(),
-            body: Default::default(),
+            hl_th: Default::default(),
             th_len: Default::default(),
             op_known: Default::default(),
             op_data: Default::default(),
@@ -418,7 +390,6 @@ impl Default for RxParser {
             lane_byte: Default::default(),
             word: Default::default(),
             flen: Default::default(),
-            ethertype0: Default::default(),
             opcode: Default::default(),
             nak_reason: Default::default(),
             cm_kind: Default::default(),
@@ -433,9 +404,8 @@ impl Logic for RxParser {
         dff_setup!(
             self, clock, beat, bytes, prev, s_vlan, s_v6, vtotal, vj, crc, icrc, end1, flen1,
             valid2, err2, flen2, vlan2, tci2, smac2, v6_2, sip2, dip2, ecn2, sport2, op2, se2,
-            ackreq2, qp2, psn2, th2, poff2, plen2, valid3, crc3, icrc3, err3, flen3, vlan3, tci3,
-            smac3, v6_3, sip3, dip3, ecn3, sport3, op3, se3, ackreq3, qp3, psn3, th3, poff3, plen3,
-            vp_go, vp_flush, vp_data, vp_base
+            ackreq2, qp2, psn2, th2, poff2, plen2, crc3, icrc3, vp_go, vp_flush, vp_data, vp_base,
+            snap, snap_len, snap_valid, snap_vlan, snap_v4, snap_v6
         );
         for i in 0_usize..16 {
             self.h[i].clock.next = self.clock.val();
@@ -592,35 +562,48 @@ impl Logic for RxParser {
         }
 
         // ---- End of frame: every check at once over the captured headers.
-        self.flat.next = (bit_cast::<1024, 64>(self.h[0].q.val()) << 960_u64)
-            | (bit_cast::<1024, 64>(self.h[1].q.val()) << 896_u64)
-            | (bit_cast::<1024, 64>(self.h[2].q.val()) << 832_u64)
-            | (bit_cast::<1024, 64>(self.h[3].q.val()) << 768_u64)
-            | (bit_cast::<1024, 64>(self.h[4].q.val()) << 704_u64)
-            | (bit_cast::<1024, 64>(self.h[5].q.val()) << 640_u64)
-            | (bit_cast::<1024, 64>(self.h[6].q.val()) << 576_u64)
-            | (bit_cast::<1024, 64>(self.h[7].q.val()) << 512_u64)
-            | (bit_cast::<1024, 64>(self.h[8].q.val()) << 448_u64)
-            | (bit_cast::<1024, 64>(self.h[9].q.val()) << 384_u64)
-            | (bit_cast::<1024, 64>(self.h[10].q.val()) << 320_u64)
-            | (bit_cast::<1024, 64>(self.h[11].q.val()) << 256_u64)
-            | (bit_cast::<1024, 64>(self.h[12].q.val()) << 192_u64)
-            | (bit_cast::<1024, 64>(self.h[13].q.val()) << 128_u64)
-            | (bit_cast::<1024, 64>(self.h[14].q.val()) << 64_u64)
-            | bit_cast::<1024, 64>(self.h[15].q.val());
-        self.flen.next = bit_cast::<17, 16>(self.flen1.q.val());
-        self.ethertype0.next = self.flat.val().get_bits::<16>(1024 - 8 * 12 - 16);
-        self.vlan.next = self.ethertype0.val() == self.k_vlan.val();
-        self.ethertype.next = self.ethertype0.val();
+        // The headers of a frame that just ended are copied aside; the checks run on the copy
+        // in the next cycle, while the next frame's beats overwrite the capture registers.
+        if self.end1.q.val() {
+            self.snap.d.next = (bit_cast::<1024, 64>(self.h[0].q.val()) << 960_u64)
+                | (bit_cast::<1024, 64>(self.h[1].q.val()) << 896_u64)
+                | (bit_cast::<1024, 64>(self.h[2].q.val()) << 832_u64)
+                | (bit_cast::<1024, 64>(self.h[3].q.val()) << 768_u64)
+                | (bit_cast::<1024, 64>(self.h[4].q.val()) << 704_u64)
+                | (bit_cast::<1024, 64>(self.h[5].q.val()) << 640_u64)
+                | (bit_cast::<1024, 64>(self.h[6].q.val()) << 576_u64)
+                | (bit_cast::<1024, 64>(self.h[7].q.val()) << 512_u64)
+                | (bit_cast::<1024, 64>(self.h[8].q.val()) << 448_u64)
+                | (bit_cast::<1024, 64>(self.h[9].q.val()) << 384_u64)
+                | (bit_cast::<1024, 64>(self.h[10].q.val()) << 320_u64)
+                | (bit_cast::<1024, 64>(self.h[11].q.val()) << 256_u64)
+                | (bit_cast::<1024, 64>(self.h[12].q.val()) << 192_u64)
+                | (bit_cast::<1024, 64>(self.h[13].q.val()) << 128_u64)
+                | (bit_cast::<1024, 64>(self.h[14].q.val()) << 64_u64)
+                | bit_cast::<1024, 64>(self.h[15].q.val());
+            self.snap_len.d.next = self.flen1.q.val();
+            // The framing, decided here from the capture registers so that the wide shifts
+            // below are steered straight from flip-flops.
+            self.snap_vlan.d.next = self.h[1].q.val().get_bits::<16>(16) == self.k_vlan.val();
+            self.sw_et.next = self.h[1].q.val().get_bits::<16>(16);
+            if self.h[1].q.val().get_bits::<16>(16) == self.k_vlan.val() {
+                self.sw_et.next = self.h[2].q.val().get_bits::<16>(48);
+            }
+            self.snap_v4.d.next = self.sw_et.val() == self.k_ipv4.val();
+            self.snap_v6.d.next = self.sw_et.val() == self.k_ipv6.val();
+        }
+        self.snap_valid.d.next = self.end1.q.val() & !self.reset.val();
+        self.flat.next = self.snap.q.val();
+        self.flen.next = bit_cast::<17, 16>(self.snap_len.q.val());
+        self.vlan.next = self.snap_vlan.q.val();
         self.f3.next = self.flat.val();
         self.eth_len.next = 14.into();
         if self.vlan.val() {
-            self.ethertype.next = self.flat.val().get_bits::<16>(1024 - 8 * 16 - 16);
             self.f3.next = self.flat.val() << 32_u64;
             self.eth_len.next = 18.into();
         }
-        self.is_v4.next = self.ethertype.val() == self.k_ipv4.val();
-        self.is_v6.next = self.ethertype.val() == self.k_ipv6.val();
+        self.is_v4.next = self.snap_v4.q.val();
+        self.is_v6.next = self.snap_v6.q.val();
         self.f4.next = self.f3.val();
         self.ip_total.next = bit_cast::<17, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 16 - 16));
         self.ip_hlen.next = 20.into();
@@ -632,7 +615,6 @@ impl Logic for RxParser {
         }
         self.avail3.next = self.flen.val() - self.eth_len.val();
         self.l4_len.next = self.ip_total.val() - self.ip_hlen.val();
-        self.body.next = self.l4_len.val() - 24_u64;
 
         self.sum.next = 0.into();
         for i in 0_usize..10 {
@@ -670,9 +652,14 @@ impl Logic for RxParser {
             self.op_known.next = false;
         }
 
+        // Every length below the IP header is compared with the IP total length against a sum of
+        // small numbers (IP header, UDP, BTH, ICRC, transport header), so no subtraction chain
+        // sits in front of the comparisons.
+        self.hl_th.next = self.ip_hlen.val() + self.th_len.val() + 24_u64;
+
         // Checks from the last to the first: the earliest failing one is written last.
         self.err.next = 0.into();
-        if !self.op_data.val() & (self.body.val() != self.th_len.val()) {
+        if !self.op_data.val() & (self.ip_total.val() != self.hl_th.val()) {
             self.err.next = self.k_e_truncated.val();
         }
         if ((self.opcode.val() == self.k_op_nak.val())
@@ -686,10 +673,10 @@ impl Logic for RxParser {
         {
             self.err.next = self.k_e_opcode.val();
         }
-        if self.body.val() < self.th_len.val() {
+        if self.ip_total.val() < self.hl_th.val() {
             self.err.next = self.k_e_truncated.val();
         }
-        if self.l4_len.val() < 24_u64 {
+        if self.ip_total.val() < self.ip_hlen.val() + 24_u64 {
             self.err.next = self.k_e_truncated.val();
         }
         if !self.op_known.val() {
@@ -701,7 +688,7 @@ impl Logic for RxParser {
         {
             self.err.next = self.k_e_bth.val();
         }
-        if self.l4_len.val() < 20_u64 {
+        if self.ip_total.val() < self.ip_hlen.val() + 20_u64 {
             self.err.next = self.k_e_truncated.val();
         }
         if (bit_cast::<17, 16>(self.f4.val().get_bits::<16>(1024 - 8 * 38 - 16))
@@ -710,7 +697,7 @@ impl Logic for RxParser {
         {
             self.err.next = self.k_e_udp.val();
         }
-        if self.l4_len.val() < 8_u64 {
+        if self.ip_total.val() < self.ip_hlen.val() + 8_u64 {
             self.err.next = self.k_e_truncated.val();
         }
         if self.is_v6.val() {
@@ -759,10 +746,10 @@ impl Logic for RxParser {
         }
 
         // ---- Stage 2: the verdict without the ICRC, the finished ICRC, the fields.
-        self.valid2.d.next = self.end1.q.val() & !self.reset.val();
-        if self.end1.q.val() {
+        self.valid2.d.next = self.snap_valid.q.val() & !self.reset.val();
+        if self.snap_valid.q.val() {
             self.err2.d.next = self.err.val();
-            self.flen2.d.next = self.flen1.q.val();
+            self.flen2.d.next = self.snap_len.q.val();
             self.vlan2.d.next = self.vlan.val();
             self.tci2.d.next = self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16);
             self.smac2.d.next = self.flat.val().get_bits::<48>(1024 - 8 * 6 - 48);
@@ -788,7 +775,7 @@ impl Logic for RxParser {
             self.poff2.d.next = bit_cast::<16, 17>(
                 self.eth_len.val() + self.ip_hlen.val() + self.th_len.val() + 20_u64,
             );
-            self.plen2.d.next = bit_cast::<16, 17>(self.body.val() - self.th_len.val());
+            self.plen2.d.next = bit_cast::<16, 17>(self.ip_total.val() - self.hl_th.val());
         }
         if self.reset.val() {
             self.beat.d.next = 0.into();
@@ -796,49 +783,28 @@ impl Logic for RxParser {
             self.end1.d.next = false;
         }
 
-        // ---- Stage 3: the stage-2 verdict and fields, with the finished ICRC.
-        self.valid3.d.next = self.valid2.q.val() & !self.reset.val();
-        self.err3.d.next = self.err2.q.val();
-        self.flen3.d.next = self.flen2.q.val();
-        self.vlan3.d.next = self.vlan2.q.val();
-        self.tci3.d.next = self.tci2.q.val();
-        self.smac3.d.next = self.smac2.q.val();
-        self.v6_3.d.next = self.v6_2.q.val();
-        self.sip3.d.next = self.sip2.q.val();
-        self.dip3.d.next = self.dip2.q.val();
-        self.ecn3.d.next = self.ecn2.q.val();
-        self.sport3.d.next = self.sport2.q.val();
-        self.op3.d.next = self.op2.q.val();
-        self.se3.d.next = self.se2.q.val();
-        self.ackreq3.d.next = self.ackreq2.q.val();
-        self.qp3.d.next = self.qp2.q.val();
-        self.psn3.d.next = self.psn2.q.val();
-        self.th3.d.next = self.th2.q.val();
-        self.poff3.d.next = self.poff2.q.val();
-        self.plen3.d.next = self.plen2.q.val();
-
-        // ---- Outputs: stage 3 plus the ICRC comparison.
-        self.out_valid.next = self.valid3.q.val();
-        self.out_error.next = self.err3.q.val();
-        if (self.err3.q.val() == 0_u64) & (!self.crc3.q.val() != self.icrc3.q.val()) {
+        // ---- Outputs: stage 2 plus the finished ICRC (both registered at the same edge).
+        self.out_valid.next = self.valid2.q.val();
+        self.out_error.next = self.err2.q.val();
+        if (self.err2.q.val() == 0_u64) & (!self.crc3.q.val() != self.icrc3.q.val()) {
             self.out_error.next = self.k_e_icrc.val();
         }
-        self.out_frame_len.next = self.flen3.q.val();
-        self.out_vlan.next = self.vlan3.q.val();
-        self.out_vlan_tci.next = self.tci3.q.val();
-        self.out_src_mac.next = self.smac3.q.val();
-        self.out_ipv6.next = self.v6_3.q.val();
-        self.out_src_ip.next = self.sip3.q.val();
-        self.out_dst_ip.next = self.dip3.q.val();
-        self.out_ecn.next = self.ecn3.q.val();
-        self.out_src_port.next = self.sport3.q.val();
-        self.out_opcode.next = self.op3.q.val();
-        self.out_solicited.next = self.se3.q.val();
-        self.out_ack_req.next = self.ackreq3.q.val();
-        self.out_dest_conn.next = self.qp3.q.val();
-        self.out_psn.next = self.psn3.q.val();
-        self.out_th.next = self.th3.q.val();
-        self.out_payload_offset.next = self.poff3.q.val();
-        self.out_payload_len.next = self.plen3.q.val();
+        self.out_frame_len.next = self.flen2.q.val();
+        self.out_vlan.next = self.vlan2.q.val();
+        self.out_vlan_tci.next = self.tci2.q.val();
+        self.out_src_mac.next = self.smac2.q.val();
+        self.out_ipv6.next = self.v6_2.q.val();
+        self.out_src_ip.next = self.sip2.q.val();
+        self.out_dst_ip.next = self.dip2.q.val();
+        self.out_ecn.next = self.ecn2.q.val();
+        self.out_src_port.next = self.sport2.q.val();
+        self.out_opcode.next = self.op2.q.val();
+        self.out_solicited.next = self.se2.q.val();
+        self.out_ack_req.next = self.ackreq2.q.val();
+        self.out_dest_conn.next = self.qp2.q.val();
+        self.out_psn.next = self.psn2.q.val();
+        self.out_th.next = self.th2.q.val();
+        self.out_payload_offset.next = self.poff2.q.val();
+        self.out_payload_len.next = self.plen2.q.val();
     }
 }
