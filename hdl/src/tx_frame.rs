@@ -156,6 +156,10 @@ pub struct TxFrameBuilder {
     d3_k: DFF<Bits<13>>,
     d3_icrc: DFF<Bit>,
     crc_done: DFF<Bit>,
+    vp_go: DFF<Bit>,
+    vp_flush: DFF<Bit>,
+    vp_data: DFF<Bits<64>>,
+    vp_base: DFF<Bits<16>>,
     crc_unit: Crc32Beat,
 
     advance: Signal<Local, Bit>,
@@ -293,6 +297,10 @@ impl Default for TxFrameBuilder {
             d3_k: Default::default(),
             d3_icrc: Default::default(),
             crc_done: Default::default(),
+            vp_go: Default::default(),
+            vp_flush: Default::default(),
+            vp_data: Default::default(),
+            vp_base: Default::default(),
             crc_unit: Default::default(),
             advance: Default::default(),
             cksum: Default::default(),
@@ -346,7 +354,7 @@ impl Logic for TxFrameBuilder {
             r_sport, r_dport, r_opcode, r_se, r_qp, r_ackreq, r_psn, r_th, r_thlen, r_plen, hdr,
             hlen, hbeat, rsh, flen, nbeats, pay_beats, vtotal, k, consumed, carry, prev, vj, crc,
             d1_valid, d1_data, d1_k, d1_icrc, d2_valid, d2_data, d2_k, d2_icrc, d3_valid, d3_data,
-            d3_k, d3_icrc, crc_done
+            d3_k, d3_icrc, crc_done, vp_go, vp_flush, vp_data, vp_base
         );
         self.req_ready.next = false;
         self.s_pay_tready.next = false;
@@ -501,16 +509,26 @@ impl Logic for TxFrameBuilder {
                 }
             }
         }
+        // The realigned beat is registered; the CRC step runs on it in the next cycle, so the
+        // header and payload selection above never sits in front of the CRC.
         self.v_lanes.next = 0.into();
         for i in 0_usize..8 {
-            self.v_pos.next = (bit_cast::<17, 13>(self.vj.q.val()) << 3_u64) + i.to_bits::<17>();
-            if self.v_go.val() & (self.v_pos.val() < self.vtotal.q.val()) {
+            self.v_pos.next = bit_cast::<17, 16>(self.vp_base.q.val()) + i.to_bits::<17>();
+            if self.vp_go.q.val() & (self.v_pos.val() < self.vtotal.q.val()) {
                 self.v_lanes.next = self.v_lanes.val().replace_bit(i, true);
             }
         }
         self.crc_unit.crc_in.next = self.crc.q.val();
-        self.crc_unit.data.next = self.v_data.val();
+        self.crc_unit.data.next = self.vp_data.q.val();
         self.crc_unit.lanes.next = self.v_lanes.val();
+        self.vp_go.d.next = false;
+        self.vp_flush.d.next = false;
+        if self.vp_go.q.val() {
+            self.crc.d.next = self.crc_unit.crc_out.val();
+        }
+        if self.vp_flush.q.val() {
+            self.crc_done.d.next = true;
+        }
 
         // ---- Phases.
         match self.phase.q.val() {
@@ -566,6 +584,8 @@ impl Logic for TxFrameBuilder {
                 self.vj.d.next = 1.into();
                 self.crc.d.next = self.k_crc_lrh.val();
                 self.crc_done.d.next = false;
+                self.vp_go.d.next = false;
+                self.vp_flush.d.next = false;
                 self.phase.d.next = Phase::Run;
             }
             Phase::Run => {
@@ -576,13 +596,16 @@ impl Logic for TxFrameBuilder {
                     }
                     self.prev.d.next = self.beat_out.val();
                     if self.v_go.val() {
-                        self.crc.d.next = self.crc_unit.crc_out.val();
+                        self.vp_go.d.next = true;
+                        self.vp_data.d.next = self.v_data.val();
+                        self.vp_base.d.next = bit_cast::<16, 13>(self.vj.q.val()) << 3_u64;
                         self.vj.d.next = self.vj.q.val() + 1_u64;
                     }
                     self.k.d.next = self.k.q.val() + 1_u64;
                 }
                 if self.flush.val() {
-                    self.crc_done.d.next = true;
+                    // The flush beat reaches the CRC step next cycle; then the CRC is complete.
+                    self.vp_flush.d.next = true;
                 }
                 if self.take3.val() {
                     self.d3_valid.d.next = false;
