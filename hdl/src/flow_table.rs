@@ -15,7 +15,7 @@
 //! | [`OP_ACK`] | unacked := 0, CE count := 0 | the state before clearing (what the ACK reports) |
 //! | [`OP_READ`] | none | the state |
 //!
-//! Latency: classify 4 cycles, accept 5, the others 4 (the block RAM output is registered
+//! Latency: classify 4 cycles, accept 6, the others 4 (the block RAM output is registered
 //! before any logic uses it). The trailing-ones search is a two-level
 //! tree (16 groups of 16), the window shift one barrel shifter.
 
@@ -45,6 +45,7 @@ enum Phase {
     Read,
     Exec,
     Run,
+    Zero,
     Shift,
 }
 
@@ -107,6 +108,8 @@ pub struct FlowTable<const A: usize> {
     ce_count: DFF<Bits<16>>,
     run: DFF<Bits<9>>,
     diff_q: DFF<Bits<24>>,
+    group_q: DFF<Bits<5>>,
+    chunk_q: DFF<Bits<16>>,
     out_valid: DFF<Bit>,
     out_class: DFF<Bits<2>>,
     out_distance: DFF<Bits<9>>,
@@ -177,6 +180,8 @@ impl<const A: usize> Default for FlowTable<A> {
             ce_count: Default::default(),
             run: Default::default(),
             diff_q: Default::default(),
+            group_q: Default::default(),
+            chunk_q: Default::default(),
             out_valid: Default::default(),
             out_class: Default::default(),
             out_distance: Default::default(),
@@ -232,7 +237,9 @@ impl<const A: usize> Logic for FlowTable<A> {
             out_bitmap,
             out_unacked,
             out_ce,
-            diff_q
+            diff_q,
+            group_q,
+            chunk_q
         );
         self.ram.read_clock.next = self.clock.val();
         self.ram.write_clock.next = self.clock.val();
@@ -285,7 +292,7 @@ impl<const A: usize> Logic for FlowTable<A> {
         self.group_zero.next = 0.into();
         self.zero_found.next = false;
         for i in 0_usize..16 {
-            if !self.zero_found.val() & !self.chunk.val().get_bit(i) {
+            if !self.zero_found.val() & !self.chunk_q.q.val().get_bit(i) {
                 self.group_zero.next = i.to_bits::<4>();
                 self.zero_found.next = true;
             }
@@ -375,8 +382,14 @@ impl<const A: usize> Logic for FlowTable<A> {
                 }
             }
             Phase::Run => {
-                // Registers hold the entry; the zero search above runs on them.
-                self.run.d.next = (bit_cast::<9, 5>(self.first_group.val()) << 4_u64)
+                // Registers hold the entry: first the lowest group that is not all ones...
+                self.group_q.d.next = self.first_group.val();
+                self.chunk_q.d.next = self.chunk.val();
+                self.phase.d.next = Phase::Zero;
+            }
+            Phase::Zero => {
+                // ...then the lowest zero inside it (one 16-wide search per cycle).
+                self.run.d.next = (bit_cast::<9, 5>(self.group_q.q.val()) << 4_u64)
                     + bit_cast::<9, 4>(self.group_zero.val());
                 self.phase.d.next = Phase::Shift;
             }
