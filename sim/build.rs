@@ -10,7 +10,7 @@
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use ferroce_hdl::verilog::{TopPort as Port, top_ports as ports};
@@ -263,5 +263,4 @@ fn main() {
     writeln!(rust, "];").unwrap();
     build.compile("ferroce_rtl");
     fs::write(out.join("rtl_blocks.rs"), rust).unwrap();
-    let _ = Path::new(&out);
 }

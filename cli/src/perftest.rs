@@ -362,6 +362,18 @@ impl Sim {
     }
 
     /// Moves time to the next thing that happens (after an idle [`Sim::step`]).
+    /// Lets trailing ACKs settle (up to 50 us of simulated time) so the counters are close
+    /// to final.
+    fn settle(&mut self) -> anyhow::Result<()> {
+        let until = self.now + 50_000;
+        while self.now < until && self.link.next_delivery().is_some() {
+            if !self.step()? {
+                self.advance();
+            }
+        }
+        Ok(())
+    }
+
     fn advance(&mut self) {
         self.now = self.wake.max(self.now + 1);
     }
@@ -699,13 +711,7 @@ fn run_bw(
             sim.advance();
         }
     }
-    // Let trailing ACKs settle a little so the counters are close to final.
-    let settle = sim.now + 50_000;
-    while sim.now < settle && sim.link.next_delivery().is_some() {
-        if !sim.step()? {
-            sim.advance();
-        }
-    }
+    sim.settle()?;
     tot.add_sim(&sim, t_start)?;
     Ok(Run {
         size,
@@ -851,12 +857,7 @@ fn run_lat(
             sim.advance();
         }
     }
-    let settle = sim.now + 50_000;
-    while sim.now < settle && sim.link.next_delivery().is_some() {
-        if !sim.step()? {
-            sim.advance();
-        }
-    }
+    sim.settle()?;
     tot.add_sim(&sim, t_start)?;
     Ok(Run {
         size,
