@@ -41,7 +41,7 @@ pub const FSN_MASK: u32 = (1 << FSN_BITS) - 1;
 pub const SACK_BITS: usize = 256;
 
 /// A byte range inside a header.
-pub(crate) type Field = core::ops::Range<usize>;
+pub type Field = core::ops::Range<usize>;
 
 /// Why a frame was not accepted by the parser. Each variant maps to one hardware counter
 /// (see [`crate::hsi::Counter`]).

@@ -20,55 +20,92 @@ pub const NAK_LEN: usize = 16;
 /// Length of the CM message.
 pub const CM_LEN: usize = 32;
 
-mod fdh {
+/// Byte ranges of the ferroce data header (FDH) fields, from the first byte after the BTH.
+pub mod fdh {
     use super::Field;
+    /// The `flow` field.
     pub const FLOW: Field = 0..2;
+    /// The `tag` field.
     pub const TAG: Field = 2..4;
+    /// The `msn` field.
     pub const MSN: Field = 4..8;
+    /// The `ssn` field.
     pub const SSN: Field = 8..12;
+    /// The `offset` field.
     pub const OFFSET: Field = 12..16;
+    /// The `msg_len` field.
     pub const MSG_LEN: Field = 16..20;
+    /// The `timestamp` field.
     pub const TIMESTAMP: Field = 20..24;
 }
 
-mod reth {
+/// Byte ranges of the RETH fields, from the RETH's first byte (after the FDH).
+pub mod reth {
     use super::Field;
+    /// The `va` field.
     pub const VA: Field = 0..8;
+    /// The `rkey` field.
     pub const RKEY: Field = 8..12;
 }
 
-mod ack {
+/// Byte ranges of the ACK header fields, from the first byte after the BTH.
+pub mod ack {
     use super::Field;
+    /// The `flow` field.
     pub const FLOW: Field = 0..2;
+    /// The `flags` field.
     pub const FLAGS: usize = 2;
+    /// The `ce_count` field.
     pub const CE_COUNT: Field = 4..6;
+    /// The `refused` field.
     pub const REFUSED: Field = 6..8;
+    /// The `rate_hint` field.
     pub const RATE_HINT: Field = 8..12;
+    /// The `ts_echo` field.
     pub const TS_ECHO: Field = 12..16;
+    /// The `sack` field.
     pub const SACK: Field = 16..48;
+    /// The `flag_ece` field.
     pub const FLAG_ECE: u8 = 0x01;
 }
 
-mod nak {
+/// Byte ranges of the NAK header fields, from the first byte after the BTH.
+pub mod nak {
     use super::Field;
+    /// The `flow` field.
     pub const FLOW: Field = 0..2;
+    /// The `reason` field.
     pub const REASON: usize = 2;
+    /// The `tag` field.
     pub const TAG: Field = 4..6;
+    /// The `msn` field.
     pub const MSN: Field = 8..12;
+    /// The `offset` field.
     pub const OFFSET: Field = 12..16;
 }
 
-mod cm {
+/// Byte ranges of the CM message fields, from the first byte after the BTH.
+pub mod cm {
     use super::Field;
+    /// The `kind` field.
     pub const KIND: usize = 0;
+    /// The `flags` field.
     pub const FLAGS: usize = 1;
+    /// The `path_count` field.
     pub const PATH_COUNT: Field = 2..4;
+    /// The `src_conn` field.
     pub const SRC_CONN: Field = 4..8;
+    /// The `dst_conn` field.
     pub const DST_CONN: Field = 8..12;
+    /// The `mtu` field.
     pub const MTU: Field = 12..14;
+    /// The `tag_count` field.
     pub const TAG_COUNT: Field = 14..16;
+    /// The `initial_fsn` field.
     pub const INITIAL_FSN: Field = 16..20;
+    /// The `rate` field.
     pub const RATE: Field = 20..24;
+    /// The `tag_modes` field.
     pub const TAG_MODES: Field = 24..32;
 }
 
