@@ -15,14 +15,23 @@
 //!   the DMA write interface, or the frame discarded, as the engine decides.
 //! - [`tx_frame`]: the TX frame builder: every header from request fields, the payload
 //!   realigned behind them, the ICRC appended; used for ACKs, NAKs, CM and data packets.
+//! - [`tx_engine`]: the transmit engine: TX ring descriptors fetched by DMA, checked in the
+//!   model's order, payload read into a store-and-forward buffer and handed to the frame
+//!   builder; TxError events and counter increments for refused descriptors.
 //!
 //! Not written yet (issue 3 continues): the packet buffer, placement with protection checks and DMA write generation, message
 //! progress and completion events, the transmit path around the frame builder (descriptor fetch, payload DMA reads), the AXI4-Lite
 //! register and table block, and the top level joining them.
 
+pub mod consts;
 pub mod crc;
+pub mod event_writer;
 pub mod flow_table;
+pub mod nic;
+pub mod regs;
+pub mod rx_engine;
 pub mod rx_parse;
 pub mod rx_payload;
+pub mod tx_engine;
 pub mod tx_frame;
 pub mod verilog;

@@ -34,6 +34,8 @@ pub fn all() -> Vec<(&'static str, String)> {
             "rx_payload",
             generate(crate::rx_payload::RxPayload::default()),
         ),
+        ("nic", generate(crate::nic::NicCore::default())),
+        ("tx_path", generate(crate::tx_engine::TxPath::default())),
     ]
 }
 

@@ -30,7 +30,7 @@ use sack::FlowRxState;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-pub use rx::Verdict;
+pub use rx::{Verdict, parse_counter};
 pub use tx::TTL as TX_TTL;
 
 /// A DMA access the host memory refused (the IOMMU would fault it).

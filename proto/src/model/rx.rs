@@ -15,7 +15,8 @@ impl Verdict {
     }
 }
 
-fn parse_counter(e: ParseError) -> Counter {
+/// The drop counter of a frame that failed to parse.
+pub fn parse_counter(e: ParseError) -> Counter {
     match e {
         ParseError::Truncated => Counter::RxTruncated,
         ParseError::BadEtherType => Counter::RxBadEtherType,

@@ -7,9 +7,11 @@
 #![allow(unsafe_code)]
 
 pub mod flow_table;
+pub mod nic;
 pub mod rx_parser;
 pub mod rx_payload;
 pub mod tx_frame;
+pub mod tx_path;
 
 use core::ffi::c_void;
 

@@ -1,0 +1,181 @@
+//! Event writer: takes 64-byte events from the receive and transmit engines and writes them to
+//! the event ring in host memory by DMA, as [`ferroce_proto::model::FastPath::service_rings`]
+//! does: event `EVQ_TAIL` goes to `EVQ_BASE + 64 * (EVQ_TAIL % size)`, then the tail advances;
+//! a full ring (`tail - head >= size`) or a faulted write drops the event and counts
+//! `EventOverflow`. With no ring configured (`EVQ_LOG_SIZE = 0`) events wait in their engines.
+//!
+//! The receive engine's port has priority; each event is eight 64-bit beats of one DMA write.
+
+use crate::constants;
+use ferroce_proto::hsi::{Counter, EVENT_LEN};
+use rust_hdl::prelude::*;
+
+constants!(
+    /// Constants of the event writer.
+    EvConsts {
+        c_overflow / k_c_overflow: 6 = Counter::EventOverflow,
+        ev_len / k_ev_len: 16 = EVENT_LEN,
+        beats_last / k_beats_last: 3 = EVENT_LEN / 8 - 1,
+    }
+);
+
+#[derive(LogicState, Debug, Copy, Clone, PartialEq)]
+enum EvSt {
+    Idle,
+    Check,
+    Request,
+    Data,
+    Wait,
+}
+
+/// The event writer.
+#[derive(LogicBlock, Default)]
+pub struct EventWriter {
+    /// Clock.
+    pub clock: Signal<In, Clock>,
+    /// Synchronous reset.
+    pub reset: Signal<In, Bit>,
+    /// Event from the receive engine.
+    pub ev0_valid: Signal<In, Bit>,
+    /// Taken.
+    pub ev0_ready: Signal<Out, Bit>,
+    /// The event, byte i in bits 8i+7..8i.
+    pub ev0_data: Signal<In, Bits<512>>,
+    /// Event from the transmit engine.
+    pub ev1_valid: Signal<In, Bit>,
+    /// Taken.
+    pub ev1_ready: Signal<Out, Bit>,
+    /// The event.
+    pub ev1_data: Signal<In, Bits<512>>,
+    /// `EVQ_BASE`.
+    pub evq_base: Signal<In, Bits<64>>,
+    /// `EVQ_LOG_SIZE`.
+    pub evq_log_size: Signal<In, Bits<5>>,
+    /// `EVQ_HEAD`.
+    pub evq_head: Signal<In, Bits<32>>,
+    /// Pulse: tail := 0.
+    pub evq_reset: Signal<In, Bit>,
+    /// `EVQ_TAIL`.
+    pub evq_tail: Signal<Out, Bits<32>>,
+    /// DMA write request.
+    pub wr_valid: Signal<Out, Bit>,
+    /// Taken.
+    pub wr_ready: Signal<In, Bit>,
+    /// Address.
+    pub wr_addr: Signal<Out, Bits<64>>,
+    /// Length (64).
+    pub wr_len: Signal<Out, Bits<16>>,
+    /// Data beat.
+    pub wr_tdata: Signal<Out, Bits<64>>,
+    /// Beat valid.
+    pub wr_tvalid: Signal<Out, Bit>,
+    /// Last beat.
+    pub wr_tlast: Signal<Out, Bit>,
+    /// Beat taken.
+    pub wr_tready: Signal<In, Bit>,
+    /// The write finished.
+    pub wr_done: Signal<In, Bit>,
+    /// It faulted.
+    pub wr_error: Signal<In, Bit>,
+    /// Counter increment.
+    pub cnt_valid: Signal<Out, Bit>,
+    /// Counter index.
+    pub cnt_index: Signal<Out, Bits<6>>,
+    /// Busy with an event.
+    pub busy: Signal<Out, Bit>,
+
+    k: EvConsts,
+    state: DFF<EvSt>,
+    ev: DFF<Bits<512>>,
+    tail: DFF<Bits<32>>,
+    beat: DFF<Bits<3>>,
+    addr: DFF<Bits<64>>,
+    size: Signal<Local, Bits<33>>,
+    fill: Signal<Local, Bits<32>>,
+}
+
+impl Logic for EventWriter {
+    #[hdl_gen]
+    fn update(&mut self) {
+        dff_setup!(self, clock, state, ev, tail, beat, addr);
+        self.ev0_ready.next = false;
+        self.ev1_ready.next = false;
+        self.evq_tail.next = self.tail.q.val();
+        self.wr_valid.next = false;
+        self.wr_addr.next = self.addr.q.val();
+        self.wr_len.next = self.k.ev_len.val();
+        self.wr_tdata.next = self.ev.q.val().get_bits::<64>(0);
+        self.wr_tvalid.next = false;
+        self.wr_tlast.next = self.beat.q.val() == self.k.beats_last.val();
+        self.cnt_valid.next = false;
+        self.cnt_index.next = self.k.c_overflow.val();
+        self.busy.next = self.state.q.val() != EvSt::Idle;
+        self.size.next = 1_u64.to_bits::<33>() << self.evq_log_size.val();
+        // 32-bit wrapping difference, as the model computes it.
+        self.fill.next = self.tail.q.val() - self.evq_head.val();
+        match self.state.q.val() {
+            EvSt::Idle => {
+                if self.evq_log_size.val() != 0_u64 {
+                    if self.ev0_valid.val() {
+                        self.ev0_ready.next = true;
+                        self.ev.d.next = self.ev0_data.val();
+                        self.state.d.next = EvSt::Check;
+                    } else if self.ev1_valid.val() {
+                        self.ev1_ready.next = true;
+                        self.ev.d.next = self.ev1_data.val();
+                        self.state.d.next = EvSt::Check;
+                    }
+                }
+            }
+            EvSt::Check => {
+                self.beat.d.next = 0.into();
+                self.addr.d.next = self.evq_base.val()
+                    + (bit_cast::<64, 32>(
+                        self.tail.q.val() & (self.size.val().get_bits::<32>(0) - 1_u64),
+                    ) << 6_u64);
+                if bit_cast::<33, 32>(self.fill.val()) >= self.size.val() {
+                    self.cnt_valid.next = true;
+                    self.state.d.next = EvSt::Idle;
+                } else {
+                    self.state.d.next = EvSt::Request;
+                }
+            }
+            EvSt::Request => {
+                self.wr_valid.next = true;
+                if self.wr_ready.val() {
+                    self.state.d.next = EvSt::Data;
+                }
+            }
+            EvSt::Data => {
+                self.wr_tvalid.next = true;
+                if self.wr_tready.val() {
+                    self.ev.d.next = self.ev.q.val() >> 64_u64;
+                    self.beat.d.next = self.beat.q.val() + 1_u64;
+                    if self.beat.q.val() == self.k.beats_last.val() {
+                        self.state.d.next = EvSt::Wait;
+                    }
+                }
+            }
+            EvSt::Wait => {
+                if self.wr_done.val() {
+                    if self.wr_error.val() {
+                        self.cnt_valid.next = true;
+                    } else {
+                        self.tail.d.next = self.tail.q.val() + 1_u64;
+                    }
+                    self.state.d.next = EvSt::Idle;
+                }
+            }
+            _ => {
+                self.state.d.next = EvSt::Idle;
+            }
+        }
+        if self.evq_reset.val() {
+            self.tail.d.next = 0.into();
+        }
+        if self.reset.val() {
+            self.state.d.next = EvSt::Idle;
+            self.tail.d.next = 0.into();
+        }
+    }
+}

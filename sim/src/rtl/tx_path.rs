@@ -1,0 +1,316 @@
+//! The transmit path (`ferroce_hdl::tx_engine::TxPath`: the TX engine feeding the frame
+//! builder) under Verilator. The harness plays the rest of the NIC: it drives the registers and
+//! the connection-table copy, serves the engine's DMA reads from a [`HostMemory`] (in order,
+//! with random latency and random gaps between beats; a refused read returns garbage and
+//! `rd_terror` on its last beat), stalls the MAC side and the event side at random, and
+//! collects frames, events and counter increments.
+
+use super::{Port, Rtl, RtlError};
+use crate::rng::Rng;
+use ferroce_proto::model::HostMemory;
+use std::collections::VecDeque;
+
+/// Number of counter indices the engine can name (`cnt_index` is 6 bits).
+pub const COUNTER_SLOTS: usize = 64;
+
+/// What the path produced during one [`RtlTxPath::run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxPathOutput {
+    /// Complete frames, in order.
+    pub frames: Vec<Vec<u8>>,
+    /// Events, in order.
+    pub events: Vec<[u8; 64]>,
+    /// Counter increments summed per counter index.
+    pub counters: [u64; COUNTER_SLOTS],
+}
+
+/// Random timing of the harness: each a probability per cycle, or a bound in cycles.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    /// Longest delay between a read request being taken and its first beat.
+    pub max_latency: u64,
+    /// Chance that a due read beat is withheld this cycle.
+    pub beat_gap: f64,
+    /// Chance that `rd_req_ready`, `m_tready` and `ev_ready` (each) are low this cycle.
+    pub stall: f64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            max_latency: 40,
+            beat_gap: 0.2,
+            stall: 0.2,
+        }
+    }
+}
+
+struct Read {
+    due: u64,
+    beats: Vec<u64>,
+    error: bool,
+    next: usize,
+}
+
+const NAMES: [(&str, bool); 35] = [
+    ("clock", true),
+    ("reset", true),
+    ("enable", true),
+    ("txq_base", true),
+    ("txq_log_size", true),
+    ("txq_tail", true),
+    ("txq_reset", true),
+    ("now_ns", true),
+    ("src_mac", true),
+    ("udp_port", true),
+    ("txq_head", false),
+    ("tbl_write", true),
+    ("tbl_index", true),
+    ("tbl_data", true),
+    ("rd_req_valid", false),
+    ("rd_req_ready", true),
+    ("rd_req_addr", false),
+    ("rd_req_len", false),
+    ("rd_tdata", true),
+    ("rd_tvalid", true),
+    ("rd_tlast", true),
+    ("rd_terror", true),
+    ("rd_tready", false),
+    ("ev_valid", false),
+    ("ev_data", false),
+    ("ev_ready", true),
+    ("cnt_valid", false),
+    ("cnt_index", false),
+    ("cnt_amount", false),
+    ("busy", false),
+    ("m_tdata", false),
+    ("m_tkeep", false),
+    ("m_tvalid", false),
+    ("m_tlast", false),
+    ("m_tready", true),
+];
+
+/// The verilated transmit path.
+pub struct RtlTxPath {
+    rtl: Rtl,
+    ports: Vec<Port>,
+    cycles: u64,
+    rng: Rng,
+    timing: Timing,
+    reads: VecDeque<Read>,
+    frame: Vec<u8>,
+}
+
+impl RtlTxPath {
+    /// A reset path (registers zero, transmit disabled); `seed` drives the random timing.
+    pub fn new(seed: u64, timing: Timing) -> Result<Self, RtlError> {
+        let rtl = Rtl::new("tx_path")?;
+        let ports = NAMES
+            .iter()
+            .map(|(n, input)| rtl.port(n, *input))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut me = RtlTxPath {
+            rtl,
+            ports,
+            cycles: 0,
+            rng: Rng::new(seed),
+            timing,
+            reads: VecDeque::new(),
+            frame: Vec::new(),
+        };
+        me.set("reset", 1);
+        me.edge();
+        me.set("reset", 0);
+        Ok(me)
+    }
+
+    fn port(&self, name: &str) -> Port {
+        self.ports[NAMES.iter().position(|(n, _)| *n == name).expect("port")]
+    }
+
+    fn set(&mut self, name: &str, v: u64) {
+        let p = self.port(name);
+        self.rtl.set_u64(p, v);
+    }
+
+    fn get(&mut self, name: &str) -> u64 {
+        let p = self.port(name);
+        self.rtl.get_u64(p)
+    }
+
+    fn edge(&mut self) {
+        self.set("clock", 1);
+        self.rtl.eval();
+        self.cycles += 1;
+        self.set("clock", 0);
+        self.rtl.eval();
+    }
+
+    /// Cycles simulated so far.
+    pub fn cycles(&self) -> u64 {
+        self.cycles
+    }
+
+    /// Changes the random timing from the next cycle on.
+    pub fn set_timing(&mut self, timing: Timing) {
+        self.timing = timing;
+    }
+
+    /// `CONTROL_TX_ENABLE`.
+    pub fn set_enable(&mut self, on: bool) {
+        self.set("enable", on as u64);
+    }
+
+    /// `TXQ_BASE`.
+    pub fn set_txq_base(&mut self, base: u64) {
+        self.set("txq_base", base);
+    }
+
+    /// `TXQ_LOG_SIZE`, as the register block does it: the size and a head reset in one cycle.
+    pub fn set_txq_log_size(&mut self, log_size: u32) {
+        self.set("txq_log_size", log_size as u64);
+        self.set("txq_reset", 1);
+        self.edge();
+        self.set("txq_reset", 0);
+    }
+
+    /// `TXQ_TAIL`.
+    pub fn set_txq_tail(&mut self, tail: u32) {
+        self.set("txq_tail", tail as u64);
+    }
+
+    /// The NIC clock seen by the engine.
+    pub fn set_now_ns(&mut self, now: u64) {
+        self.set("now_ns", now);
+    }
+
+    /// Our MAC (`EthernetAddress::to_u64`).
+    pub fn set_src_mac(&mut self, mac: u64) {
+        self.set("src_mac", mac);
+    }
+
+    /// `UDP_PORT`.
+    pub fn set_udp_port(&mut self, port: u16) {
+        self.set("udp_port", port as u64);
+    }
+
+    /// Writes connection entry `index` (its table words, `ConnectionEntry::to_words`) into the
+    /// engine's copy of the table.
+    pub fn write_conn(&mut self, index: u32, words: &[u32]) {
+        let mut w = [0u32; 16];
+        let n = words.len().min(16);
+        w[..n].copy_from_slice(&words[..n]);
+        let p = self.port("tbl_data");
+        self.rtl.set(p, &w);
+        self.set("tbl_index", index as u64);
+        self.set("tbl_write", 1);
+        self.edge();
+        self.set("tbl_write", 0);
+    }
+
+    /// `TXQ_HEAD`.
+    pub fn txq_head(&mut self) -> u32 {
+        self.rtl.eval();
+        self.get("txq_head") as u32
+    }
+
+    /// Runs until the path is idle (nothing to fetch, every frame out, every read served),
+    /// serving DMA reads from `mem`. Panics after `limit` cycles.
+    pub fn run(&mut self, mem: &mut dyn HostMemory, limit: u64) -> TxPathOutput {
+        let mut out = TxPathOutput {
+            frames: Vec::new(),
+            events: Vec::new(),
+            counters: [0; COUNTER_SLOTS],
+        };
+        let start = self.cycles;
+        let mut quiet = 0;
+        loop {
+            assert!(
+                self.cycles - start < limit,
+                "transmit path still busy after {limit} cycles"
+            );
+            let t = self.timing;
+            let req_ready = !self.rng.chance(t.stall);
+            let m_ready = !self.rng.chance(t.stall);
+            let ev_ready = !self.rng.chance(t.stall);
+            let gap = self.rng.chance(t.beat_gap);
+            self.set("rd_req_ready", req_ready as u64);
+            self.set("m_tready", m_ready as u64);
+            self.set("ev_ready", ev_ready as u64);
+            let beat = self
+                .reads
+                .front()
+                .filter(|r| r.due <= self.cycles && !gap)
+                .map(|r| {
+                    let last = r.next + 1 == r.beats.len();
+                    (r.beats[r.next], last, last && r.error)
+                });
+            let (data, last, error) = beat.unwrap_or((0, false, false));
+            self.set("rd_tdata", data);
+            self.set("rd_tvalid", beat.is_some() as u64);
+            self.set("rd_tlast", last as u64);
+            self.set("rd_terror", error as u64);
+            self.rtl.eval();
+
+            if self.get("rd_req_valid") == 1 && req_ready {
+                let addr = self.get("rd_req_addr");
+                let len = self.get("rd_req_len") as usize;
+                assert!(len > 0, "zero-length DMA read requested");
+                let mut buf = vec![0u8; len];
+                let error = mem.dma_read(addr, &mut buf).is_err();
+                if error {
+                    buf = self.rng.bytes(len);
+                }
+                let beats = buf
+                    .chunks(8)
+                    .map(|c| {
+                        let mut l = [0u8; 8];
+                        l[..c.len()].copy_from_slice(c);
+                        u64::from_le_bytes(l)
+                    })
+                    .collect();
+                let due = self.cycles + 1 + self.rng.upto(t.max_latency);
+                self.reads.push_back(Read {
+                    due,
+                    beats,
+                    error,
+                    next: 0,
+                });
+            }
+            if beat.is_some() && self.get("rd_tready") == 1 {
+                let r = self.reads.front_mut().expect("read");
+                r.next += 1;
+                if r.next == r.beats.len() {
+                    self.reads.pop_front();
+                }
+            }
+            if self.get("ev_valid") == 1 && ev_ready {
+                let p = self.port("ev_data");
+                let words = self.rtl.get(p).to_vec();
+                out.events.push(core::array::from_fn(|i| {
+                    (words[i / 4] >> (8 * (i % 4))) as u8
+                }));
+            }
+            if self.get("cnt_valid") == 1 {
+                let index = self.get("cnt_index") as usize;
+                out.counters[index] += self.get("cnt_amount");
+            }
+            if self.get("m_tvalid") == 1 && m_ready {
+                let data = self.get("m_tdata").to_le_bytes();
+                let keep = self.get("m_tkeep") as u8;
+                self.frame
+                    .extend((0..8).filter(|i| keep >> i & 1 == 1).map(|i| data[i]));
+                if self.get("m_tlast") == 1 {
+                    out.frames.push(core::mem::take(&mut self.frame));
+                }
+            }
+            let idle = self.get("busy") == 0 && self.reads.is_empty() && self.frame.is_empty();
+            self.edge();
+            // Idle for a few cycles in a row: nothing is left in flight.
+            quiet = if idle { quiet + 1 } else { 0 };
+            if quiet >= 4 {
+                return out;
+            }
+        }
+    }
+}

@@ -1,0 +1,567 @@
+//! The RTL transmit path (TX engine + frame builder) under Verilator against the model's
+//! `FastPath::service_rings` / `transmit`: the same connections, registers, host memory and
+//! descriptor ring on both sides, then byte-for-byte equal frames in order, equal TxError
+//! events in order, equal counter totals and equal `TXQ_HEAD`.
+//!
+//! Descriptors: every data opcode and CM over IPv4, IPv6 and 802.1Q connections, payloads from
+//! empty to 4 KB (a few at the 8 KB maximum), and every refusal: bad opcode, unknown and
+//! invalid connections, bad flow, bad lengths (including an offset + length that only
+//! overflows in 32 bits), CM with a wrong length, a bad kind or a faulting address, payload
+//! reads that fault, descriptor slots that fault, and mixes that check the order of the checks.
+//! Random DMA latency, gaps between read beats and stalls on every ready; ring wrap, ring
+//! resets, transmit disabled and no ring configured.
+//!
+//! Default: 400 descriptors. `FERROCE_LONG=1`: 20,000.
+
+use ferroce_proto::hsi::{
+    ConnectionEntry, Counter, MAX_PAYLOAD_LEN, TX_DESCRIPTOR_LEN, TableId, TableSizes,
+    TxDescriptor, regs,
+};
+use ferroce_proto::model::{DmaFault, FastPath, HostMemory};
+use ferroce_proto::wire::{CmKind, CmRepr, EthernetAddress, Opcode, ROCEV2_UDP_PORT};
+use ferroce_sim::rtl::tx_path::{COUNTER_SLOTS, RtlTxPath, Timing};
+use ferroce_tests::Rng;
+
+/// Host memory: a few mapped ranges; any access not inside one of them faults, as an IOMMU
+/// would. An empty access touches nothing and never faults.
+struct Memory {
+    ranges: Vec<(u64, Vec<u8>)>,
+}
+
+impl Memory {
+    fn range(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
+        self.ranges.iter_mut().find_map(|(base, bytes)| {
+            let off = usize::try_from(addr.checked_sub(*base)?).ok()?;
+            if off.checked_add(len)? <= bytes.len() {
+                Some(&mut bytes[off..off + len])
+            } else {
+                None
+            }
+        })
+    }
+}
+
+impl HostMemory for Memory {
+    fn dma_read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        buf.copy_from_slice(self.range(addr, buf.len()).ok_or(DmaFault)?);
+        Ok(())
+    }
+
+    fn dma_write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaFault> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        self.range(addr, data.len())
+            .ok_or(DmaFault)?
+            .copy_from_slice(data);
+        Ok(())
+    }
+}
+
+/// The ring lives above 4 GB (the slot address is a 64-bit sum). Slot 13 is unmapped and
+/// slot 22 only half mapped: fetching either faults.
+const RING: u64 = 0x0000_0001_2345_6000;
+const RING_SLOTS: u64 = 32;
+const PAYLOAD: u64 = 0x0000_7f12_3400_0000;
+const PAYLOAD_LEN: usize = 64 * 1024;
+const LOW: u64 = 0x1000;
+const LOW_LEN: usize = 4096;
+const CM_AREA: u64 = 0x5000_0000;
+const CM_SLOTS: u64 = 64;
+const UNMAPPED: u64 = 0x0000_dead_0000_0000;
+
+fn memory(rng: &mut Rng) -> Memory {
+    let slot = |i: u64| RING + i * TX_DESCRIPTOR_LEN as u64;
+    let mut ranges = vec![
+        (slot(0), vec![0u8; 13 * TX_DESCRIPTOR_LEN]),
+        (
+            slot(14),
+            vec![0u8; 8 * TX_DESCRIPTOR_LEN + TX_DESCRIPTOR_LEN / 2],
+        ),
+        (
+            slot(23),
+            vec![0u8; (RING_SLOTS - 23) as usize * TX_DESCRIPTOR_LEN],
+        ),
+        (PAYLOAD, rng.bytes(PAYLOAD_LEN)),
+        (LOW, rng.bytes(LOW_LEN)),
+    ];
+    // CM messages: even slots a valid kind, odd slots a kind CmKind::from_u8 refuses.
+    let mut cm = Vec::new();
+    for i in 0..CM_SLOTS {
+        let mut m = CmRepr {
+            kind: CmKind::Request,
+            flags: rng.next_u8(),
+            path_count: rng.next_u16(),
+            src_conn: rng.next_u32(),
+            dst_conn: rng.next_u32(),
+            mtu: rng.next_u16(),
+            tag_count: rng.next_u16(),
+            initial_fsn: rng.next_u32(),
+            rate_mbps: rng.next_u32(),
+            tag_modes: rng.next_u64(),
+        }
+        .to_bytes();
+        m[0] = if i % 2 == 0 {
+            1 + rng.below(6) as u8
+        } else {
+            [0u8, 7, 8, 0x41, 0xff][rng.below(5) as usize]
+        };
+        assert_eq!(CmKind::from_u8(m[0]).is_some(), i % 2 == 0);
+        cm.extend_from_slice(&m);
+    }
+    ranges.push((CM_AREA, cm));
+    Memory { ranges }
+}
+
+fn connections(rng: &mut Rng) -> Vec<ConnectionEntry> {
+    let mut conns = vec![ConnectionEntry::default(); 256];
+    for i in 0..40usize {
+        let index = rng.below(256) as usize;
+        let ipv6 = i % 2 == 1;
+        let ip = |rng: &mut Rng| {
+            let mut b: [u8; 16] = rng.bytes(16).try_into().unwrap_or([0; 16]);
+            if !ipv6 {
+                b[..12].copy_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]);
+            }
+            b
+        };
+        conns[index] = ConnectionEntry {
+            // One in eight is programmed but not valid.
+            valid: i % 8 != 7,
+            ipv6,
+            vlan_tci: (i % 4 >= 2).then(|| rng.next_u16()),
+            dscp: rng.below(64) as u8,
+            // Bits above 24 are ignored by the table decoding: both sides must drop them.
+            peer_conn: rng.next_u32(),
+            flow_base: rng.next_u16(),
+            flow_count: if i == 5 { 0 } else { 1 + rng.below(8) as u16 },
+            tag_base: rng.next_u16(),
+            tag_count: rng.next_u16(),
+            peer_mac: EthernetAddress::from_u64(rng.next_u64() & 0xffff_ffff_ffff),
+            local_ip: ip(rng),
+            peer_ip: ip(rng),
+            rate_hint_mbps: rng.next_u32(),
+        };
+    }
+    conns
+}
+
+/// A data payload length: mostly small, some up to 4 KB, a few at the maximum.
+fn payload_len(rng: &mut Rng) -> u32 {
+    match rng.below(20) {
+        0..=7 => rng.upto(64) as u32,
+        8..=15 => 65 + rng.upto(959) as u32,
+        16..=18 => 1024 + rng.upto(3072) as u32,
+        _ => MAX_PAYLOAD_LEN - rng.upto(8) as u32,
+    }
+}
+
+fn payload_addr(rng: &mut Rng, len: u32) -> u64 {
+    if len as usize <= LOW_LEN && rng.below(4) == 0 {
+        LOW + rng.upto((LOW_LEN - len as usize) as u64)
+    } else {
+        PAYLOAD + rng.upto((PAYLOAD_LEN - len as usize) as u64)
+    }
+}
+
+/// One random descriptor: mostly valid, every refusal now and then.
+fn descriptor(rng: &mut Rng, conns: &[ConnectionEntry]) -> TxDescriptor {
+    let data_ops = [
+        Opcode::Send,
+        Opcode::SendImm,
+        Opcode::Write,
+        Opcode::WriteImm,
+    ];
+    let valid: Vec<u32> = (0..conns.len() as u32)
+        .filter(|&i| conns[i as usize].valid && conns[i as usize].flow_count > 0)
+        .collect();
+    let invalid: Vec<u32> = (0..conns.len() as u32)
+        .filter(|&i| !conns[i as usize].valid)
+        .collect();
+    let conn = valid[rng.below(valid.len() as u64) as usize];
+    let flow_count = conns[conn as usize].flow_count;
+    let plen = payload_len(rng);
+    let offset = rng.next_u32() >> 2;
+    let mut d = TxDescriptor {
+        opcode: data_ops[rng.below(4) as usize] as u8,
+        flags: rng.next_u8(),
+        flow: rng.below(flow_count as u64) as u16,
+        conn,
+        fsn: rng.next_u32(),
+        entropy: rng.next_u16(),
+        tag: rng.next_u16(),
+        msn: rng.next_u32(),
+        ssn: rng.next_u32(),
+        offset,
+        msg_len: offset + plen + if rng.bool() { 0 } else { rng.next_u32() >> 4 },
+        payload_len: plen,
+        imm: rng.next_u32(),
+        local_addr: payload_addr(rng, plen),
+        remote_va: rng.next_u64(),
+        rkey: rng.next_u32(),
+    };
+    let cm = |rng: &mut Rng, d: &mut TxDescriptor, good: bool| {
+        d.opcode = Opcode::Cm as u8;
+        d.payload_len = 32;
+        d.local_addr = CM_AREA + 32 * (2 * rng.below(CM_SLOTS / 2) + !good as u64);
+    };
+    let bad_opcode = |rng: &mut Rng| loop {
+        let op = rng.next_u8();
+        if !Opcode::from_u8(op).is_some_and(|o| o.is_data() || o == Opcode::Cm) {
+            return if rng.bool() {
+                op
+            } else {
+                [Opcode::Ack, Opcode::Nak][rng.below(2) as usize] as u8
+            };
+        }
+    };
+    let unknown = |rng: &mut Rng| {
+        if rng.bool() && !invalid.is_empty() {
+            invalid[rng.below(invalid.len() as u64) as usize]
+        } else {
+            256 + rng.below(u32::MAX as u64 - 256) as u32
+        }
+    };
+    match rng.below(40) {
+        0..=21 => {} // valid data
+        22..=24 => cm(rng, &mut d, true),
+        25 => d.opcode = bad_opcode(rng),
+        26 => d.conn = unknown(rng),
+        27 => d.flow = flow_count + rng.below(0x1_0000 - flow_count as u64) as u16,
+        28 => {
+            d.payload_len = MAX_PAYLOAD_LEN + 1 + rng.below(1 << 20) as u32;
+            d.msg_len = u32::MAX;
+        }
+        29 => {
+            d.payload_len = d.payload_len.max(1);
+            d.msg_len = d.offset + d.payload_len - 1 - rng.below(d.payload_len as u64) as u32;
+        }
+        30 => {
+            // Fits in 32-bit wrapping arithmetic, not in the real sum.
+            d.payload_len = 1 + rng.below(4096) as u32;
+            d.offset = u32::MAX - rng.below(d.payload_len as u64 - 1) as u32;
+            d.msg_len = u32::MAX;
+            d.local_addr = payload_addr(rng, d.payload_len);
+        }
+        31 => {
+            cm(rng, &mut d, true);
+            d.payload_len = [0, 31, 33, 64, rng.next_u32()][rng.below(5) as usize];
+        }
+        32 => cm(rng, &mut d, false),
+        33 => {
+            cm(rng, &mut d, true);
+            d.local_addr = if rng.bool() {
+                UNMAPPED
+            } else {
+                CM_AREA + CM_SLOTS * 32 - 16
+            };
+        }
+        34 => {
+            // Payload read faults: unmapped, or running off the end of a range.
+            d.payload_len = d.payload_len.max(1);
+            d.local_addr = if rng.bool() {
+                UNMAPPED + rng.below(1 << 20)
+            } else {
+                PAYLOAD + PAYLOAD_LEN as u64 - rng.below(d.payload_len as u64)
+            };
+        }
+        35 => {
+            // No bytes, so no read: an unmapped address is fine.
+            d.payload_len = 0;
+            d.local_addr = UNMAPPED;
+        }
+        36 => {
+            // Order: the opcode before the connection.
+            d.opcode = bad_opcode(rng);
+            d.conn = unknown(rng);
+        }
+        37 => {
+            // Order: the connection before the flow and the length.
+            d.conn = unknown(rng);
+            d.flow = u16::MAX;
+            d.payload_len = u32::MAX;
+        }
+        38 => {
+            // Order: the flow before the length, the length before the DMA read.
+            if rng.bool() {
+                d.flow = flow_count;
+            }
+            d.payload_len = MAX_PAYLOAD_LEN + 1;
+            d.local_addr = UNMAPPED;
+        }
+        _ => {
+            // CM: the length before the read.
+            cm(rng, &mut d, true);
+            d.payload_len = 31;
+            d.local_addr = UNMAPPED;
+        }
+    }
+    d
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+struct Bench {
+    model: FastPath,
+    rtl: RtlTxPath,
+    mem: Memory,
+    rtl_counters: [u64; COUNTER_SLOTS],
+    log_size: u32,
+    tail: u32,
+    now: u64,
+    frames: usize,
+    events: usize,
+}
+
+impl Bench {
+    fn reg(&mut self, offset: u32, value: u32) {
+        self.model.write_reg(offset, value);
+        match offset {
+            regs::CONTROL => self.rtl.set_enable(value & regs::CONTROL_TX_ENABLE != 0),
+            regs::TXQ_LOG_SIZE => {
+                self.log_size = value;
+                self.tail = 0;
+                self.rtl.set_txq_tail(0);
+                self.rtl.set_txq_log_size(value);
+            }
+            regs::TXQ_TAIL => {
+                self.tail = value;
+                self.rtl.set_txq_tail(value);
+            }
+            regs::UDP_PORT => self.rtl.set_udp_port(value as u16),
+            _ => panic!("register {offset:#x} not mirrored"),
+        }
+    }
+
+    fn set_mac(&mut self, mac: u64) {
+        self.model.write_reg(regs::MAC_LO, mac as u32);
+        self.model.write_reg(regs::MAC_HI, (mac >> 32) as u32);
+        self.rtl.set_src_mac(mac);
+    }
+
+    fn set_ring_base(&mut self, base: u64) {
+        self.model.write_reg(regs::TXQ_BASE_LO, base as u32);
+        self.model.write_reg(regs::TXQ_BASE_HI, (base >> 32) as u32);
+        self.rtl.set_txq_base(base);
+    }
+
+    /// Queues `descs` at the tail (a slot that is not mapped keeps no descriptor).
+    fn post(&mut self, descs: &[TxDescriptor]) {
+        let size = 1u32 << self.log_size;
+        for d in descs {
+            let slot = (self.tail % size) as u64;
+            let _ = self
+                .mem
+                .dma_write(RING + slot * TX_DESCRIPTOR_LEN as u64, &d.to_bytes());
+            self.tail = self.tail.wrapping_add(1);
+        }
+        let tail = self.tail;
+        self.reg(regs::TXQ_TAIL, tail);
+    }
+
+    /// Both sides process the ring at time `now`; everything they produce must agree.
+    fn service(&mut self, label: &str) {
+        self.now += 1 + self.time_step();
+        self.model.set_time(self.now);
+        self.model.service_rings(&mut self.mem);
+        self.rtl.set_now_ns(self.now);
+        let out = self.rtl.run(&mut self.mem, 5_000_000);
+        let mut want_frames = Vec::new();
+        while let Some(f) = self.model.pop_tx_frame() {
+            want_frames.push(f);
+        }
+        let mut want_events = Vec::new();
+        while let Some(e) = self.model.pop_event() {
+            want_events.push(e.to_bytes());
+        }
+        for (i, (got, want)) in out.frames.iter().zip(&want_frames).enumerate() {
+            if got != want {
+                let at = got
+                    .iter()
+                    .zip(want)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(got.len().min(want.len()));
+                let window = |f: &[u8]| hex(&f[at.saturating_sub(8)..(at + 24).min(f.len())]);
+                panic!(
+                    "{label}: frame {} differs (lengths rtl {} spec {}), first difference at \
+                     byte {at}\n rtl  ..{}\n spec ..{}",
+                    self.frames + i,
+                    got.len(),
+                    want.len(),
+                    window(got),
+                    window(want)
+                );
+            }
+        }
+        assert_eq!(
+            out.frames.len(),
+            want_frames.len(),
+            "{label}: number of frames"
+        );
+        for (i, (got, want)) in out.events.iter().zip(&want_events).enumerate() {
+            assert_eq!(hex(got), hex(want), "{label}: event {}", self.events + i);
+        }
+        assert_eq!(
+            out.events.len(),
+            want_events.len(),
+            "{label}: number of events"
+        );
+        self.frames += out.frames.len();
+        self.events += out.events.len();
+        for (total, add) in self.rtl_counters.iter_mut().zip(out.counters) {
+            *total += add;
+        }
+        for c in Counter::ALL {
+            assert_eq!(
+                self.rtl_counters[*c as usize],
+                self.model.counter(*c),
+                "{label}: counter {}",
+                c.name()
+            );
+        }
+        assert!(
+            self.rtl_counters[Counter::COUNT..].iter().all(|&v| v == 0),
+            "{label}: increment of a counter that does not exist"
+        );
+        assert_eq!(
+            self.rtl.txq_head(),
+            self.model.read_reg(regs::TXQ_HEAD),
+            "{label}: TXQ_HEAD"
+        );
+    }
+
+    fn time_step(&self) -> u64 {
+        // Time moves by a deterministic, irregular step (the low 32 bits wrap now and then).
+        (self.now.rotate_left(17) ^ 0x9e37_79b9) % 1_000_000_007
+    }
+}
+
+#[test]
+fn transmit_path_matches_the_model() {
+    let timing = Timing::default();
+    let rtl = match RtlTxPath::new(0x7e, timing) {
+        Ok(t) => t,
+        Err(e) if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() => {
+            println!("SKIPPED: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let count = if std::env::var_os("FERROCE_LONG").is_some() {
+        20_000
+    } else {
+        400
+    };
+    let mut rng = Rng::new(0x7e_e9_91_e5);
+    let conns = connections(&mut rng);
+    let mut bench = Bench {
+        model: FastPath::new(TableSizes::default()),
+        rtl,
+        mem: memory(&mut rng),
+        rtl_counters: [0; COUNTER_SLOTS],
+        log_size: 0,
+        tail: 0,
+        now: 0x0123_4567_fff0_0000,
+        frames: 0,
+        events: 0,
+    };
+    assert_eq!(
+        TableSizes::default().connections,
+        256,
+        "the RTL has 256 entries"
+    );
+    for (i, c) in conns.iter().enumerate() {
+        let words = c.to_words();
+        assert_eq!(
+            bench
+                .model
+                .write_table(TableId::Connection, i as u32, &words),
+            regs::TABLE_STATUS_OK
+        );
+        bench.rtl.write_conn(i as u32, &words);
+    }
+    bench.reg(regs::CONTROL, regs::CONTROL_TX_ENABLE);
+    bench.reg(regs::UDP_PORT, ROCEV2_UDP_PORT as u32);
+    bench.set_mac(0x02fe_0000_0001);
+    bench.set_ring_base(RING);
+
+    // No ring configured: a tail ahead of head fetches nothing.
+    bench.reg(regs::TXQ_LOG_SIZE, 0);
+    bench.reg(regs::TXQ_TAIL, 3);
+    bench.service("no ring");
+    bench.reg(regs::TXQ_LOG_SIZE, 5);
+
+    let fast = Timing {
+        max_latency: 2,
+        beat_gap: 0.0,
+        stall: 0.0,
+    };
+    let slow_mac = Timing {
+        max_latency: 0,
+        beat_gap: 0.0,
+        stall: 0.6,
+    };
+    let mut sent = 0;
+    let mut batch = 0;
+    while sent < count {
+        batch += 1;
+        bench.rtl.set_timing(match batch % 3 {
+            0 => fast,
+            1 => timing,
+            _ => slow_mac,
+        });
+        let size = 1u32 << bench.log_size;
+        let pending = bench
+            .tail
+            .wrapping_sub(bench.model.read_reg(regs::TXQ_HEAD));
+        let room = size - pending;
+        let n = (1 + rng.below(20) as u32)
+            .min(room)
+            .min((count - sent) as u32);
+        let descs: Vec<TxDescriptor> = (0..n).map(|_| descriptor(&mut rng, &conns)).collect();
+        sent += n as usize;
+        bench.post(&descs);
+        let label = format!("batch {batch} ({n} descriptors, {sent} so far)");
+        match batch % 17 {
+            5 => {
+                // Transmit disabled: nothing moves until it is enabled again.
+                bench.reg(regs::CONTROL, 0);
+                bench.service(&label);
+                bench.reg(regs::CONTROL, regs::CONTROL_TX_ENABLE);
+            }
+            11 => {
+                // A new ring (16 or 32 slots): head and tail restart at 0; the slots keep
+                // their old descriptors but none is pending.
+                bench.service(&label);
+                let log = if bench.log_size == 5 { 4 } else { 5 };
+                bench.reg(regs::TXQ_LOG_SIZE, log);
+            }
+            13 => {
+                bench.reg(regs::UDP_PORT, 0xc000 | rng.next_u16() as u32);
+                bench.set_mac(rng.next_u64() & 0xffff_ffff_ffff);
+                bench.service(&label);
+            }
+            _ => bench.service(&label),
+        }
+    }
+    // Whatever the disabled batches left is sent now.
+    bench.service("drain");
+    assert!(bench.frames > count / 2, "too few frames: {}", bench.frames);
+    assert!(
+        bench.events > count / 20,
+        "too few events: {}",
+        bench.events
+    );
+    println!(
+        "{count} descriptors: {} frames, {} events, {} descriptor-fetch faults, {} cycles",
+        bench.frames,
+        bench.events,
+        bench.model.counter(Counter::TxBadDescriptor) - bench.events as u64,
+        bench.rtl.cycles()
+    );
+}
