@@ -15,12 +15,13 @@ struct Cli {
     command: Command,
 }
 
-/// Which NIC implementation runs the fast path. Only `model` today; `rtl` (the fast path's
-/// RTL under Verilator) arrives with the RTL NIC (issue 3).
-#[derive(Clone, Copy, Debug, ValueEnum)]
+/// Which NIC implementation runs the fast path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Backend {
     /// The executable model (`ferroce_proto::model`).
     Model,
+    /// The fast path's RTL under Verilator (`ferroce_sim::rtl::nic::RtlNic`).
+    Rtl,
 }
 
 /// Options shared by the commands that run the two-node scenario.
@@ -124,10 +125,10 @@ fn main() -> anyhow::Result<()> {
         Command::Replay {
             pcap,
             setup,
-            backend: Backend::Model,
+            backend,
             out,
             report,
-        } => replay::replay(&pcap, &setup, out.as_deref(), report.as_deref()),
+        } => replay::replay(&pcap, &setup, backend, out.as_deref(), report.as_deref()),
         Command::WriteBw(args) => perftest::run(perftest::Test::WriteBw, &args),
         Command::WriteLat(args) => perftest::run(perftest::Test::WriteLat, &args),
         Command::SendBw(args) => perftest::run(perftest::Test::SendBw, &args),

@@ -14,9 +14,10 @@ use ferroce::{
     Cq, DeviceConfig, MemoryRegion, PathOptions, Pd, RecvRequest, SendRequest, WcOpcode, WcStatus,
     WorkCompletion, WriteRequest,
 };
-use ferroce_driver::{ModelNic, SimPort};
+use ferroce_driver::SimPort;
 use ferroce_proto::hsi::TableSizes;
 use ferroce_proto::wire::EthernetAddress;
+use ferroce_sim::backend::AnyNic;
 use ferroce_sim::link::{Link, LinkConfig, LinkStats, Side};
 use std::io::IsTerminal;
 use std::net::IpAddr;
@@ -31,6 +32,8 @@ const ALL_BYTES_PER_SIZE: u64 = 16 << 20;
 /// Memory of one side's slot ring (source or destination) is capped at this; the number of
 /// outstanding requests is then limited to the slots that fit.
 const MAX_RING_BYTES: u64 = 256 << 20;
+/// Messages per Tag the RTL core keeps in progress (`CAP_MSG_SLOTS` of the RTL).
+const RTL_MSG_SLOTS: u32 = 8;
 /// Largest `--tx-depth` (the library's default send queue depth).
 const MAX_TX_DEPTH: u32 = 4096;
 /// Simulated time without any completion after which a run is declared stuck.
@@ -122,6 +125,7 @@ pub struct PerfArgs {
 #[derive(Debug, Clone)]
 struct Plan {
     test: Test,
+    backend: Backend,
     sizes: Vec<(u32, u64)>,
     depth: u32,
     verify: bool,
@@ -163,8 +167,14 @@ fn plan(test: Test, a: &PerfArgs) -> anyhow::Result<Plan> {
             );
             1
         }
+        // The RTL core keeps 8 messages per Tag in progress (its message-slot table).
+        _ if a.backend == Backend::Rtl => a.tx_depth.unwrap_or(RTL_MSG_SLOTS),
         _ => a.tx_depth.unwrap_or(128),
     };
+    ensure!(
+        a.backend == Backend::Model || depth <= RTL_MSG_SLOTS,
+        "the RTL backend keeps {RTL_MSG_SLOTS} messages per Tag in progress: --tx-depth must be at most {RTL_MSG_SLOTS}"
+    );
     ensure!(
         (1..=MAX_TX_DEPTH).contains(&depth),
         "--tx-depth must be 1..={MAX_TX_DEPTH}"
@@ -191,6 +201,7 @@ fn plan(test: Test, a: &PerfArgs) -> anyhow::Result<Plan> {
     };
     Ok(Plan {
         test,
+        backend: a.backend,
         sizes,
         depth,
         verify: !a.no_verify,
@@ -205,7 +216,7 @@ fn plan(test: Test, a: &PerfArgs) -> anyhow::Result<Plan> {
 // ---- the two-node simulation ----
 
 struct Node {
-    ctx: Context<ModelNic>,
+    ctx: Context<AnyNic>,
     pd: Pd,
     scq: Cq,
     rcq: Cq,
@@ -235,7 +246,11 @@ impl Node {
             recv_depth: slots.max(16),
             ..TableSizes::default()
         };
-        let mut ctx = Context::open(ModelNic::new(sizes), dc)?;
+        let nic = match p.backend {
+            Backend::Model => AnyNic::model(sizes),
+            Backend::Rtl => AnyNic::rtl()?,
+        };
+        let mut ctx = Context::open(nic, dc)?;
         let pd = ctx.alloc_pd();
         let scq = ctx.create_cq(1 << 16)?;
         let rcq = ctx.create_cq(1 << 16)?;
@@ -404,7 +419,7 @@ impl Verify {
     /// Reads `len` bytes at `off` of `mr` on `ctx` and compares their CRC-32 with `want`.
     fn check(
         &mut self,
-        ctx: &mut Context<ModelNic>,
+        ctx: &mut Context<AnyNic>,
         mr: &MemoryRegion,
         off: u64,
         want: u32,
@@ -877,7 +892,14 @@ fn banner(p: &Plan) {
     let l = &p.link;
     println!("{DASHES}");
     println!("                    {}", p.test.title());
-    println!(" Backend         : model (executable fast-path model, ferroce_proto::model)");
+    match p.backend {
+        Backend::Model => {
+            println!(" Backend         : model (executable fast-path model, ferroce_proto::model)")
+        }
+        Backend::Rtl => {
+            println!(" Backend         : rtl (the fast path's Verilog under Verilator)")
+        }
+    }
     println!(" Nodes           : 2 (A -> B), 1 connection, 1 ordered Tag, host library ferroce");
     println!(
         " Paths           : {}\t\tLink rate      : {} Gb/s",
@@ -978,7 +1000,6 @@ fn lat_row(r: &Run) {
 /// Runs one of the perftest-style commands and prints its report. Fails (non-zero exit) when
 /// the data did not verify.
 pub fn run(test: Test, args: &PerfArgs) -> anyhow::Result<()> {
-    let Backend::Model = args.backend;
     let p = plan(test, args)?;
     let wall = Instant::now();
     let mut prog = Progress::new(args);
@@ -1070,7 +1091,7 @@ mod tests {
     fn verify_catches_a_corrupted_byte() {
         let mac = EthernetAddress([2, 0, 0, 0, 0, 9]);
         let dc = DeviceConfig::new(mac, "10.0.0.9".parse().unwrap());
-        let mut ctx = Context::open(ModelNic::new(TableSizes::default()), dc).unwrap();
+        let mut ctx = Context::open(AnyNic::model(TableSizes::default()), dc).unwrap();
         let pd = ctx.alloc_pd();
         let mr = ctx.reg_mr(pd, 8192, Access::LOCAL_WRITE).unwrap();
         let mut data = vec![0u8; 4096];

@@ -1,9 +1,11 @@
 //! `ferroce replay`: captured frames through one NIC's receive path.
 
+use crate::Backend;
 use anyhow::Context;
-use ferroce_driver::{Device, ModelNic, SimPort, memory::DmaWrite};
-use ferroce_proto::hsi::{Counter, Event, TableSizes};
+use ferroce_driver::{Device, ModelNic, Nic, SimMemory, SimPort, memory::DmaWrite};
+use ferroce_proto::hsi::{Counter, EVENT_LEN, Event, TableSizes, regs};
 use ferroce_proto::pcap::{self, PcapWriter};
+use ferroce_sim::rtl::nic::RtlNic;
 use ferroce_sim::setup::NicSetup;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -43,8 +45,86 @@ fn load_setup(path: &Path) -> anyhow::Result<NicSetup> {
     }
 }
 
+/// A backend replay can drive: a NIC with a wire side and simulated host memory.
+trait ReplayNic: Nic + SimPort {
+    fn memory(&mut self) -> &mut SimMemory;
+}
+
+impl ReplayNic for ModelNic {
+    fn memory(&mut self) -> &mut SimMemory {
+        &mut self.memory
+    }
+}
+
+impl ReplayNic for RtlNic {
+    fn memory(&mut self) -> &mut SimMemory {
+        &mut self.memory
+    }
+}
+
+/// The counters that classify a received frame: exactly one of them counts each frame (the
+/// others — bytes, CE marks, completions, ACKs sent — count side effects).
+const VERDICTS: &[Counter] = &[
+    Counter::RxDisabled,
+    Counter::RxTruncated,
+    Counter::RxBadEtherType,
+    Counter::RxBadIpHeader,
+    Counter::RxBadIpChecksum,
+    Counter::RxNotUdp,
+    Counter::RxBadUdp,
+    Counter::RxBadBth,
+    Counter::RxBadOpcode,
+    Counter::RxBadIcrc,
+    Counter::RxUnknownConnection,
+    Counter::RxAddressMismatch,
+    Counter::RxBadFlow,
+    Counter::RxDuplicate,
+    Counter::RxOutOfWindow,
+    Counter::RxInvalidRequest,
+    Counter::RxNoRecvBuffer,
+    Counter::RxMsgSlotBusy,
+    Counter::RxBadRkey,
+    Counter::RxAccessDenied,
+    Counter::RxOutOfBounds,
+    Counter::RxStaleMessage,
+    Counter::RxPlacedPackets,
+    Counter::RxAcks,
+    Counter::RxNaks,
+    Counter::RxCm,
+];
+
 /// Runs the replay.
 pub fn replay(
+    pcap_path: &Path,
+    setup_path: &Path,
+    backend: Backend,
+    out: Option<&Path>,
+    report_path: Option<&Path>,
+) -> anyhow::Result<()> {
+    match backend {
+        Backend::Model => run(
+            ModelNic::new(TableSizes::default()),
+            "model",
+            pcap_path,
+            setup_path,
+            out,
+            report_path,
+        ),
+        Backend::Rtl => {
+            let mut nic = RtlNic::new()?;
+            let sizes = nic.table_sizes();
+            anyhow::ensure!(
+                sizes == TableSizes::default(),
+                "the RTL NIC's tables ({sizes:?}) differ from the model's defaults"
+            );
+            run(nic, "rtl", pcap_path, setup_path, out, report_path)
+        }
+    }
+}
+
+fn run<N: ReplayNic>(
+    mut nic: N,
+    backend: &'static str,
     pcap_path: &Path,
     setup_path: &Path,
     out: Option<&Path>,
@@ -54,34 +134,50 @@ pub fn replay(
     let file = File::open(pcap_path).with_context(|| format!("opening {}", pcap_path.display()))?;
     let records = pcap::read_all(BufReader::new(file))?;
 
-    let mut nic = ModelNic::new(TableSizes::default());
-    setup.map_memory(&mut nic.memory)?;
+    setup.map_memory(nic.memory())?;
     let mut dev = Device::open(nic)?;
     setup.apply(&mut dev)?;
     // Only the fast path's own writes belong in the report, not the driver's ring traffic.
-    dev.nic().memory.record_writes();
+    dev.nic().memory().record_writes();
 
+    // Event-ring writes are the driver's business, not placement: they stay out of the report.
+    let evq = {
+        let n = dev.nic();
+        let base =
+            n.read_reg(regs::EVQ_BASE_LO) as u64 | (n.read_reg(regs::EVQ_BASE_HI) as u64) << 32;
+        base..base + ((EVENT_LEN as u64) << n.read_reg(regs::EVQ_LOG_SIZE))
+    };
     let mut frames = Vec::new();
     let mut emitted = Vec::new();
     let mut writes = Vec::new();
     let mut events = Vec::new();
     for (i, rec) in records.iter().enumerate() {
+        let before_counts: Vec<u64> = VERDICTS.iter().map(|&c| dev.counter(c)).collect();
         let nic = dev.nic();
-        nic.fast_path.set_time(rec.time_ns);
-        let verdict = nic.fast_path.receive(&rec.data, &mut nic.memory);
-        writes.extend(nic.memory.take_write_log());
+        nic.poll(rec.time_ns);
+        nic.memory().take_write_log();
+        nic.receive_frame(&rec.data);
         let before = emitted.len();
         while let Some(f) = nic.transmit_frame() {
             emitted.push((rec.time_ns, f));
         }
-        // Event-ring writes are the driver's business, not placement: drop them from the log.
-        nic.memory.take_write_log();
+        writes.extend(
+            nic.memory()
+                .take_write_log()
+                .into_iter()
+                .filter(|w| !evq.contains(&w.addr)),
+        );
         dev.poll_events(&mut events)?;
+        let verdict = VERDICTS
+            .iter()
+            .zip(before_counts)
+            .find(|&(&c, n)| dev.counter(c) != n)
+            .map_or("none", |(c, _)| c.name());
         frames.push(FrameVerdict {
             index: i,
             time_ns: rec.time_ns,
             len: rec.data.len(),
-            verdict: verdict.0.name(),
+            verdict,
             emitted: emitted.len() - before,
         });
     }
@@ -100,7 +196,7 @@ pub fn replay(
         w.finish()?;
     }
     let report = Report {
-        backend: "model",
+        backend,
         frames_in: records.len(),
         frames_out: emitted.len(),
         frames,

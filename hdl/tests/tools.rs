@@ -73,7 +73,14 @@ fn icarus_verilog_compiles_every_block() {
 #[test]
 fn yosys_synthesises_for_ecp5_without_latches_or_loops() {
     let Some(()) = tool("yosys") else { return };
-    for (name, path) in generated() {
+    // The NIC core contains every other block; synthesising the blocks again on their own
+    // would only repeat the same modules (minutes of CI for nothing).
+    let tops: Vec<_> = generated()
+        .into_iter()
+        .filter(|(n, _)| n == "nic")
+        .collect();
+    assert_eq!(tops.len(), 1, "the NIC core is generated");
+    for (name, path) in tops {
         let script = format!(
             "read_verilog {}; hierarchy -top top; proc; check -assert; \
              synth_ecp5 -top top; select -assert-none t:$dlatch t:$sr t:$_DLATCH_*; stat",

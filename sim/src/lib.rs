@@ -12,12 +12,13 @@
 //!   runs to completion and verifies every byte. The demo and the end-to-end tests use it.
 //! - [`setup`]: a NIC's programmed state as a TOML/JSON file, for `ferroce replay`.
 //! - [`rtl`]: the `ferroce-hdl` blocks verilated by the build script and driven through a port
-//!   table; so far the RX parser ([`rtl::rx_parser`]), checked against the specification by
-//!   the differential tests in `tests/tests/rtl_parser.rs`.
+//!   table: each block on its own, and the whole core as [`rtl::nic::RtlNic`] behind
+//!   `ferroce_driver::Nic` + `SimPort`, held to the model by `tests/tests/rtl_nic.rs`.
+//! - [`backend`]: [`backend::AnyNic`], the model or the RTL chosen at run time.
 //!
-//! Next: `RtlNic` (the whole fast path under Verilator behind `ferroce_driver::Nic`, issue 3)
-//! and the packet-level fabric simulator with the RoCEv2 baseline (issue 5).
+//! Next: the packet-level fabric simulator with the RoCEv2 baseline (issue 5).
 
+pub mod backend;
 pub mod link;
 pub mod rng;
 pub mod rtl;

@@ -307,7 +307,7 @@ impl Traffic {
                     _ => 0,
                 };
                 fsn = (base as i64 + delta).rem_euclid(1 << 24) as u32;
-                if delta >= 0 && delta < 256 {
+                if (0..256).contains(&delta) {
                     self.next_fsn[key] = (fsn + 1) & 0xFF_FFFF;
                 }
                 let tag = if r.chance(0.03) {

@@ -14,12 +14,33 @@ use ferroce::{
     FailReason, MemoryRegion, PathOptions, Pd, RecvRequest, SendRequest, TagMode, WcOpcode,
     WcStatus, WorkCompletion, WriteRequest,
 };
-use ferroce_driver::{ModelNic, SimPort};
+use ferroce_driver::SimPort;
 use ferroce_proto::hsi::TableSizes;
 use ferroce_proto::wire::{EthernetAddress, ROCEV2_UDP_PORT, TransportRepr, parse_frame};
+use ferroce_sim::backend::AnyNic;
 use ferroce_sim::link::{Link, LinkConfig, Side, path_of};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::IpAddr;
+
+thread_local! {
+    /// Set by [`on_rtl`]: every node this test thread opens runs the RTL core.
+    static RTL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs a test body with both nodes on the RTL backend (the fast path's Verilog under
+/// Verilator) instead of the model.
+fn on_rtl(body: impl FnOnce()) {
+    if !ferroce_sim::rtl::Rtl::available() {
+        assert!(
+            ferroce_tests::missing_tools_allowed(),
+            "the RTL backend is not built (Verilator missing)"
+        );
+        println!("SKIPPED: no RTL backend");
+        return;
+    }
+    RTL.with(|r| r.set(true));
+    body();
+}
 
 fn long() -> bool {
     std::env::var("FERROCE_LONG").is_ok_and(|v| v == "1")
@@ -39,7 +60,7 @@ fn fill(seed: u64, len: usize) -> Vec<u8> {
 }
 
 struct Node {
-    ctx: Context<ModelNic>,
+    ctx: Context<AnyNic>,
     pd: Pd,
     scq: Cq,
     rcq: Cq,
@@ -58,7 +79,12 @@ impl Node {
         let mut dc = DeviceConfig::new(mac, ip);
         dc.fsn_seed = 0xabc0 + last as u32;
         cfg(&mut dc);
-        let mut ctx = Context::open(ModelNic::new(TableSizes::default()), dc).unwrap();
+        let nic = if RTL.with(|r| r.get()) {
+            AnyNic::rtl().expect("RTL backend")
+        } else {
+            AnyNic::model(TableSizes::default())
+        };
+        let mut ctx = Context::open(nic, dc).unwrap();
         let pd = ctx.alloc_pd();
         let scq = ctx.create_cq(1 << 16).unwrap();
         let rcq = ctx.create_cq(1 << 16).unwrap();
@@ -1239,4 +1265,86 @@ fn lost_terminal_naks_hide_remote_access_errors() {
             assert_eq!(got, m.data, "Write {i} corrupted");
         }
     }
+}
+
+// ---- The same tests with both nodes on the RTL backend. ----
+
+#[test]
+fn rtl_connect_then_one_write_and_one_send() {
+    on_rtl(connect_then_one_write_and_one_send);
+}
+
+#[test]
+fn rtl_five_percent_loss() {
+    on_rtl(five_percent_loss);
+}
+
+#[test]
+fn rtl_ten_percent_loss() {
+    on_rtl(ten_percent_loss);
+}
+
+#[test]
+fn rtl_duplication_and_reordering() {
+    on_rtl(duplication_and_reordering);
+}
+
+#[test]
+fn rtl_one_path_blackholed_traffic_moves_off_it() {
+    on_rtl(one_path_blackholed_traffic_moves_off_it);
+}
+
+#[test]
+fn rtl_ordered_tags_hold_back_unordered_tags_do_not() {
+    on_rtl(ordered_tags_hold_back_unordered_tags_do_not);
+}
+
+#[test]
+fn rtl_bad_rkey_write_fails_and_the_connection_stays_usable() {
+    on_rtl(bad_rkey_write_fails_and_the_connection_stays_usable);
+}
+
+#[test]
+fn rtl_sends_before_the_receive_is_posted_back_off_and_complete() {
+    on_rtl(sends_before_the_receive_is_posted_back_off_and_complete);
+}
+
+#[test]
+fn rtl_both_directions_at_once_over_a_lossy_link() {
+    on_rtl(both_directions_at_once_over_a_lossy_link);
+}
+
+#[test]
+fn rtl_no_loss() {
+    on_rtl(no_loss);
+}
+
+#[test]
+fn rtl_one_percent_loss() {
+    on_rtl(one_percent_loss);
+}
+
+#[test]
+fn rtl_ecn_marks_on_one_path_shrink_that_path_only() {
+    on_rtl(ecn_marks_on_one_path_shrink_that_path_only);
+}
+
+#[test]
+fn rtl_fences_hold_later_operations_until_earlier_ones_complete() {
+    on_rtl(fences_hold_later_operations_until_earlier_ones_complete);
+}
+
+#[test]
+fn rtl_all_paths_dead_fails_the_connection_after_the_timeout() {
+    on_rtl(all_paths_dead_fails_the_connection_after_the_timeout);
+}
+
+#[test]
+fn rtl_the_receivers_rate_hint_caps_the_sender() {
+    on_rtl(the_receivers_rate_hint_caps_the_sender);
+}
+
+#[test]
+fn rtl_lost_terminal_naks_hide_remote_access_errors() {
+    on_rtl(lost_terminal_naks_hide_remote_access_errors);
 }

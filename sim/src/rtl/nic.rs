@@ -273,10 +273,11 @@ impl RtlNic {
 
         // Sample the handshakes of this cycle.
         let p = &self.p;
-        if rx_valid && self.rtl.get_u64(p.s_ready) == 1 {
-            if self.rx.pop_front().is_some_and(|(_, _, last)| last) {
-                self.activity.rx_frames += 1;
-            }
+        if rx_valid
+            && self.rtl.get_u64(p.s_ready) == 1
+            && self.rx.pop_front().is_some_and(|(_, _, last)| last)
+        {
+            self.activity.rx_frames += 1;
         }
         if self.rtl.get_u64(p.m_valid) == 1 {
             let data = self.rtl.get_u64(p.m_data).to_le_bytes();
@@ -371,7 +372,7 @@ impl RtlNic {
             let fault = data.len() != len || self.memory.dma_write(addr, &data).is_err();
             self.dw[w].done_queue.push_back(fault);
             // Zero-length writes queued behind it complete at once.
-            if !self.dw[w].open.front().is_some_and(|(_, l, _)| *l == 0) {
+            if self.dw[w].open.front().is_none_or(|(_, l, _)| *l != 0) {
                 break;
             }
         }
@@ -496,7 +497,10 @@ impl Nic for RtlNic {
 impl SimPort for RtlNic {
     fn receive_frame(&mut self, frame: &[u8]) {
         if frame.is_empty() {
-            // A MAC never delivers an empty frame; the model counts it as truncated.
+            // A MAC never delivers an empty frame; the closest it comes is one beat with no
+            // byte enabled, which the parser counts as truncated, as the model does.
+            self.rx.push_back((0, 0, true));
+            self.settle();
             return;
         }
         let n = frame.len().div_ceil(8);

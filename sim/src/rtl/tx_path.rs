@@ -138,6 +138,22 @@ impl RtlTxPath {
         self.rtl.get_u64(p)
     }
 
+    /// One clock edge outside [`Self::run`], with every handshake input low so that nothing
+    /// is taken or offered behind the harness's back.
+    fn quiet_edge(&mut self) {
+        for name in [
+            "rd_req_ready",
+            "rd_tvalid",
+            "rd_tlast",
+            "rd_terror",
+            "m_tready",
+            "ev_ready",
+        ] {
+            self.set(name, 0);
+        }
+        self.edge();
+    }
+
     fn edge(&mut self) {
         self.set("clock", 1);
         self.rtl.eval();
@@ -166,11 +182,12 @@ impl RtlTxPath {
         self.set("txq_base", base);
     }
 
-    /// `TXQ_LOG_SIZE`, as the register block does it: the size and a head reset in one cycle.
+    /// `TXQ_LOG_SIZE`, as the register block does it: the size and a head reset in one cycle
+    /// (call it while the path is idle, as every clocked setter).
     pub fn set_txq_log_size(&mut self, log_size: u32) {
         self.set("txq_log_size", log_size as u64);
         self.set("txq_reset", 1);
-        self.edge();
+        self.quiet_edge();
         self.set("txq_reset", 0);
     }
 
@@ -195,7 +212,7 @@ impl RtlTxPath {
     }
 
     /// Writes connection entry `index` (its table words, `ConnectionEntry::to_words`) into the
-    /// engine's copy of the table.
+    /// engine's copy of the table (one clock cycle).
     pub fn write_conn(&mut self, index: u32, words: &[u32]) {
         let mut w = [0u32; 16];
         let n = words.len().min(16);
@@ -204,7 +221,7 @@ impl RtlTxPath {
         self.rtl.set(p, &w);
         self.set("tbl_index", index as u64);
         self.set("tbl_write", 1);
-        self.edge();
+        self.quiet_edge();
         self.set("tbl_write", 0);
     }
 

@@ -1,0 +1,104 @@
+//! One type for "a NIC the caller chose at run time": the model or the RTL co-simulation, so
+//! that tools and tests (`ferroce replay`, the perftest commands, the two-node tests) take a
+//! `--backend` without being generic over it.
+
+use crate::rtl::RtlError;
+use crate::rtl::nic::RtlNic;
+use ferroce_driver::{ModelNic, Nic, NicError, SimMemory, SimPort};
+use ferroce_proto::hsi::TableSizes;
+
+/// A NIC backend chosen at run time.
+pub enum AnyNic {
+    /// The executable model.
+    Model(Box<ModelNic>),
+    /// The RTL under Verilator.
+    Rtl(Box<RtlNic>),
+}
+
+impl AnyNic {
+    /// The model with the given table sizes.
+    pub fn model(sizes: TableSizes) -> Self {
+        AnyNic::Model(Box::new(ModelNic::new(sizes)))
+    }
+
+    /// The RTL core (its table sizes are fixed by the hardware: see the capability registers).
+    pub fn rtl() -> Result<Self, RtlError> {
+        Ok(AnyNic::Rtl(Box::new(RtlNic::new()?)))
+    }
+
+    /// Host memory the NIC reaches by DMA.
+    pub fn memory(&mut self) -> &mut SimMemory {
+        match self {
+            AnyNic::Model(n) => &mut n.memory,
+            AnyNic::Rtl(n) => &mut n.memory,
+        }
+    }
+
+    /// "model" or "rtl".
+    pub fn name(&self) -> &'static str {
+        match self {
+            AnyNic::Model(_) => "model",
+            AnyNic::Rtl(_) => "rtl",
+        }
+    }
+}
+
+impl Nic for AnyNic {
+    fn read_reg(&mut self, offset: u32) -> u32 {
+        match self {
+            AnyNic::Model(n) => n.read_reg(offset),
+            AnyNic::Rtl(n) => n.read_reg(offset),
+        }
+    }
+
+    fn write_reg(&mut self, offset: u32, value: u32) {
+        match self {
+            AnyNic::Model(n) => n.write_reg(offset, value),
+            AnyNic::Rtl(n) => n.write_reg(offset, value),
+        }
+    }
+
+    fn alloc_dma(&mut self, len: usize, align: usize) -> Result<u64, NicError> {
+        match self {
+            AnyNic::Model(n) => n.alloc_dma(len, align),
+            AnyNic::Rtl(n) => n.alloc_dma(len, align),
+        }
+    }
+
+    fn write_dma(&mut self, iova: u64, data: &[u8]) -> Result<(), NicError> {
+        match self {
+            AnyNic::Model(n) => n.write_dma(iova, data),
+            AnyNic::Rtl(n) => n.write_dma(iova, data),
+        }
+    }
+
+    fn read_dma(&mut self, iova: u64, buf: &mut [u8]) -> Result<(), NicError> {
+        match self {
+            AnyNic::Model(n) => n.read_dma(iova, buf),
+            AnyNic::Rtl(n) => n.read_dma(iova, buf),
+        }
+    }
+
+    fn poll(&mut self, now_ns: u64) {
+        match self {
+            AnyNic::Model(n) => n.poll(now_ns),
+            AnyNic::Rtl(n) => n.poll(now_ns),
+        }
+    }
+}
+
+impl SimPort for AnyNic {
+    fn receive_frame(&mut self, frame: &[u8]) {
+        match self {
+            AnyNic::Model(n) => n.receive_frame(frame),
+            AnyNic::Rtl(n) => n.receive_frame(frame),
+        }
+    }
+
+    fn transmit_frame(&mut self) -> Option<Vec<u8>> {
+        match self {
+            AnyNic::Model(n) => n.transmit_frame(),
+            AnyNic::Rtl(n) => n.transmit_frame(),
+        }
+    }
+}
