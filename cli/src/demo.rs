@@ -3,6 +3,7 @@
 use crate::ScenarioArgs;
 use anyhow::Context;
 use ferroce_proto::pcap::PcapWriter;
+use ferroce_sim::backend::BackendKind;
 use ferroce_sim::link::Side;
 use ferroce_sim::scenario::{self, ScenarioConfig, ScenarioReport};
 use std::fs::File;
@@ -25,6 +26,7 @@ fn config(args: &ScenarioArgs) -> anyhow::Result<ScenarioConfig> {
     cfg.mtu = args.mtu;
     cfg.ipv6 = args.ipv6;
     cfg.vlan_tci = args.vlan;
+    cfg.backend = args.backend.into();
     Ok(cfg)
 }
 
@@ -67,7 +69,11 @@ pub fn demo(args: &ScenarioArgs, trace_lines: usize, out: &Path) -> anyhow::Resu
     let r = scenario::run(&cfg)?;
     let l = &cfg.link;
     println!(
-        "ferroce demo: backend model, two NICs A -> B over a {}-path link",
+        "ferroce demo: backend {}, two NICs A -> B over a {}-path link",
+        match cfg.backend {
+            BackendKind::Model => "model (the executable specification)",
+            BackendKind::Rtl => "rtl (the fast path's Verilog under Verilator)",
+        },
         l.paths
     );
     println!(

@@ -51,9 +51,18 @@ struct ScenarioArgs {
     /// Tag every frame with this 802.1Q VLAN id.
     #[arg(long)]
     vlan: Option<u16>,
-    /// Fast-path backend.
-    #[arg(long, value_enum, default_value_t = Backend::Model)]
+    /// Fast-path backend: the RTL under Verilator, or the model.
+    #[arg(long, value_enum, default_value_t = Backend::Rtl)]
     backend: Backend,
+}
+
+impl From<Backend> for ferroce_sim::backend::BackendKind {
+    fn from(b: Backend) -> Self {
+        match b {
+            Backend::Model => Self::Model,
+            Backend::Rtl => Self::Rtl,
+        }
+    }
 }
 
 #[derive(Subcommand)]

@@ -7,6 +7,16 @@ use crate::rtl::nic::RtlNic;
 use ferroce_driver::{ModelNic, Nic, NicError, SimMemory, SimPort};
 use ferroce_proto::hsi::TableSizes;
 
+/// Which backend to open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum BackendKind {
+    /// The executable model.
+    #[default]
+    Model,
+    /// The RTL under Verilator.
+    Rtl,
+}
+
 /// A NIC backend chosen at run time.
 pub enum AnyNic {
     /// The executable model.
@@ -24,6 +34,14 @@ impl AnyNic {
     /// The RTL core (its table sizes are fixed by the hardware: see the capability registers).
     pub fn rtl() -> Result<Self, RtlError> {
         Ok(AnyNic::Rtl(Box::new(RtlNic::new()?)))
+    }
+
+    /// Opens a backend; the model gets `sizes`, the RTL has its own (fixed in hardware).
+    pub fn open(kind: BackendKind, sizes: TableSizes) -> Result<Self, RtlError> {
+        match kind {
+            BackendKind::Model => Ok(Self::model(sizes)),
+            BackendKind::Rtl => Self::rtl(),
+        }
     }
 
     /// Host memory the NIC reaches by DMA.

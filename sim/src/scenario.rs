@@ -2,11 +2,12 @@
 //! of messages sent by the scripted sender from A to B, run on simulated time until every
 //! message is acknowledged and completed; then every byte is checked.
 
+use crate::backend::{AnyNic, BackendKind};
 use crate::link::{Fate, Link, LinkConfig, LinkStats, Side};
 use crate::rng::Rng;
 use crate::sender::{Message, ScriptedSender, SendCompletion, SenderConfig, SenderStats};
 use crate::setup::{ConnectionSetup, MemorySetup, NicSetup, RecvSetup, RegionSetup, ip16};
-use ferroce_driver::{Device, DeviceError, ModelNic, Nic, SimPort};
+use ferroce_driver::{Device, DeviceError, Nic, SimPort};
 use ferroce_proto::hsi::{
     ConnectionEntry, Counter, Event, RegionEntry, TableSizes, TxDescriptor,
     event::CompletionStatus, tables::ACCESS_REMOTE_WRITE,
@@ -55,6 +56,8 @@ pub struct ScenarioConfig {
     pub messages: Vec<MessageSpec>,
     /// Seed of the message contents.
     pub data_seed: u64,
+    /// The NICs' fast path: the model or the RTL.
+    pub backend: BackendKind,
 }
 
 impl ScenarioConfig {
@@ -102,6 +105,7 @@ impl ScenarioConfig {
                 m(Send, 2, 0),
             ],
             data_seed: 42,
+            backend: BackendKind::Model,
         }
     }
 }
@@ -184,6 +188,8 @@ pub enum ScenarioError {
     Device(DeviceError),
     /// The configuration cannot work (the message says why).
     Config(String),
+    /// The chosen backend cannot be opened.
+    Backend(crate::rtl::RtlError),
 }
 
 impl core::fmt::Display for ScenarioError {
@@ -191,6 +197,7 @@ impl core::fmt::Display for ScenarioError {
         match self {
             ScenarioError::Device(e) => write!(f, "driver error: {e}"),
             ScenarioError::Config(m) => write!(f, "bad scenario: {m}"),
+            ScenarioError::Backend(e) => write!(f, "{e}"),
         }
     }
 }
@@ -217,14 +224,15 @@ const CM_RETRY_NS: u64 = 30_000;
 const TICK_NS: u64 = 1_000;
 
 struct Node {
-    dev: Device<ModelNic>,
+    dev: Device<AnyNic>,
     mac: EthernetAddress,
     ip: IpAddr,
 }
 
 impl Node {
-    fn new(mac: [u8; 6], ip: IpAddr) -> Result<Self, ScenarioError> {
-        let mut dev = Device::open(ModelNic::new(TableSizes::default()))?;
+    fn new(mac: [u8; 6], ip: IpAddr, backend: BackendKind) -> Result<Self, ScenarioError> {
+        let nic = AnyNic::open(backend, TableSizes::default()).map_err(ScenarioError::Backend)?;
+        let mut dev = Device::open(nic)?;
         let mac = EthernetAddress(mac);
         dev.set_mac(mac);
         Ok(Node { dev, mac, ip })
@@ -332,8 +340,8 @@ pub fn run(cfg: &ScenarioConfig) -> Result<ScenarioReport, ScenarioError> {
             IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
         )
     };
-    let mut a = Node::new([0x02, 0, 0, 0, 0, 0x0a], ip_a)?;
-    let mut b = Node::new([0x02, 0, 0, 0, 0, 0x0b], ip_b)?;
+    let mut a = Node::new([0x02, 0, 0, 0, 0, 0x0a], ip_a, cfg.backend)?;
+    let mut b = Node::new([0x02, 0, 0, 0, 0, 0x0b], ip_b, cfg.backend)?;
     b.dev.set_ack_coalesce(cfg.ack_coalesce);
 
     // B's memory: one region for Writes, one buffer per Send.
@@ -628,7 +636,7 @@ pub fn run(cfg: &ScenarioConfig) -> Result<ScenarioReport, ScenarioError> {
             verified: verified && comps.len() == 1,
         });
     }
-    let nonzero = |dev: &mut Device<ModelNic>| {
+    let nonzero = |dev: &mut Device<AnyNic>| {
         Counter::ALL
             .iter()
             .map(|&c| (c.name(), dev.counter(c)))
