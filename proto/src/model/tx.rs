@@ -137,7 +137,8 @@ impl FastPath {
             })
         };
         let mut payload = Vec::new();
-        if opcode != Opcode::Cm {
+        // An empty payload reads nothing (so its address is never checked).
+        if opcode != Opcode::Cm && payload_len > 0 {
             payload = vec![0u8; payload_len as usize];
             mem.dma_read(desc.local_addr, &mut payload)
                 .map_err(|_| TxErrorReason::DmaError)?;
