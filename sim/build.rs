@@ -144,6 +144,15 @@ fn main() {
     println!("cargo:rerun-if-changed=../hdl/src");
     println!("cargo:rerun-if-changed=../proto/src");
     println!("cargo:rerun-if-env-changed=FERROCE_TRACE");
+    // Rebuild when Verilator appears (or changes): a build without it has no RTL blocks.
+    let verilator = env::var_os("PATH")
+        .and_then(|paths| {
+            env::split_paths(&paths)
+                .map(|d| d.join("verilator"))
+                .find(|p| p.exists())
+        })
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/verilator"));
+    println!("cargo:rerun-if-changed={}", verilator.display());
     println!("cargo::rustc-check-cfg=cfg(ferroce_rtl)");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let blocks = ferroce_hdl::verilog::all();

@@ -13,6 +13,10 @@ macro_rules! constants {
         $(#[$doc])*
         #[derive(rust_hdl::prelude::LogicBlock)]
         pub struct $name {
+            /// Any input the parent has (its reset): rust-hdl writes the block as one
+            /// `always @(*)`, and a block that reads no signal would never run in an
+            /// event-driven simulator (Icarus): its outputs would stay X.
+            pub reset: rust_hdl::prelude::Signal<rust_hdl::prelude::In, rust_hdl::prelude::Bit>,
             $(
                 #[doc = concat!("`", stringify!($val), "`")]
                 pub $out: rust_hdl::prelude::Signal<rust_hdl::prelude::Out, rust_hdl::prelude::Bits<$w>>,
@@ -24,6 +28,7 @@ macro_rules! constants {
             fn default() -> Self {
                 use rust_hdl::prelude::ToBits;
                 $name {
+                    reset: Default::default(),
                     $(
                         $out: Default::default(),
                         $k: rust_hdl::prelude::Constant::new(($val as u64).to_bits()),
@@ -35,7 +40,11 @@ macro_rules! constants {
         impl rust_hdl::prelude::Logic for $name {
             #[rust_hdl::prelude::hdl_gen]
             fn update(&mut self) {
-                $(self.$out.next = self.$k.val();)*
+                if self.reset.val() {
+                    $(self.$out.next = self.$k.val();)*
+                } else {
+                    $(self.$out.next = self.$k.val();)*
+                }
             }
         }
     };

@@ -98,6 +98,7 @@ impl Logic for EventWriter {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(self, clock, state, ev, tail, beat, addr);
+        self.k.reset.next = self.reset.val();
         self.ev0_ready.next = false;
         self.ev1_ready.next = false;
         self.evq_tail.next = self.tail.q.val();

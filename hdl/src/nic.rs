@@ -191,6 +191,7 @@ impl Logic for NicCore {
             self, clock, parser, buffer, results, engine, payload, tx, builder, events, regs
         );
         self.parser.reset.next = self.reset.val();
+        self.k.reset.next = self.reset.val();
         self.engine.reset.next = self.reset.val();
         self.payload.reset.next = self.reset.val();
         self.tx.reset.next = self.reset.val();

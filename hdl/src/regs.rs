@@ -285,6 +285,7 @@ impl Logic for RegisterBlock {
             ev_reset_q
         );
         clock!(self, clock, q0, q1, q2);
+        self.k.reset.next = self.reset.val();
         self.counters.read_clock.next = self.clock.val();
         self.counters.write_clock.next = self.clock.val();
 

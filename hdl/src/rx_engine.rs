@@ -561,6 +561,7 @@ impl Logic for RxEngine {
             acc_unacked
         );
         clock!(self, clock, ft);
+        self.k.reset.next = self.reset.val();
         self.ft.reset.next = self.reset.val();
         self.conn_ram.read_clock.next = self.clock.val();
         self.conn_ram.write_clock.next = self.clock.val();

@@ -249,6 +249,14 @@ fn cargo() -> Command {
 }
 
 fn demo(args: &[String]) -> Result {
+    // The demo runs the RTL under Verilator unless asked for the model.
+    let model = args
+        .windows(2)
+        .any(|w| w[0] == "--backend" && w[1] == "model")
+        || args.iter().any(|a| a == "--backend=model");
+    if !model {
+        ensure_apt(&[("verilator", "verilator")])?;
+    }
     run(cargo()
         .args([
             "run",

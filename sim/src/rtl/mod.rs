@@ -126,6 +126,11 @@ impl Rtl {
         unsafe { (self.info.trace)(self.handle, c_path.as_ptr()) == 1 }
     }
 
+    /// Every port: (name, width in bits, is an input), in declaration order.
+    pub fn ports(&self) -> &'static [(&'static str, usize, bool)] {
+        self.info.ports
+    }
+
     /// Looks up a port; `input` says which direction the caller will use it in.
     pub fn port(&self, name: &str, input: bool) -> Result<Port, RtlError> {
         self.info

@@ -117,12 +117,60 @@ pub struct RtlNic {
     dw: [WriteChannel; 2],
     dr: ReadChannel,
     activity: NicActivity,
+    /// Cycle-by-cycle port values, when recording (see [`RtlNic::new_recording`]).
+    vectors: Option<Vectors>,
+}
+
+/// Every port's value in every cycle: what another simulator needs to replay the run and
+/// compare, independent of this harness.
+#[derive(Debug, Clone, Default)]
+pub struct Vectors {
+    /// Input ports except `clock`: (name, width).
+    pub inputs: Vec<(&'static str, usize)>,
+    /// Output ports: (name, width).
+    pub outputs: Vec<(&'static str, usize)>,
+    /// Per cycle: input values (32-bit words per port, least significant first), then the
+    /// outputs sampled before the rising edge.
+    pub cycles: Vec<(Vec<u32>, Vec<u32>)>,
 }
 
 impl RtlNic {
     /// A reset core with empty host memory.
     pub fn new() -> Result<Self, RtlError> {
+        Self::open(false)
+    }
+
+    /// Like [`RtlNic::new`], recording every port in every cycle from the reset on; take the
+    /// record with [`RtlNic::take_vectors`].
+    pub fn new_recording() -> Result<Self, RtlError> {
+        Self::open(true)
+    }
+
+    /// The recorded port values so far (empty unless made by [`RtlNic::new_recording`]).
+    pub fn take_vectors(&mut self) -> Vectors {
+        self.vectors
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn open(record: bool) -> Result<Self, RtlError> {
         let rtl = Rtl::new("nic")?;
+        let vectors = record.then(|| Vectors {
+            inputs: rtl
+                .ports()
+                .iter()
+                .filter(|p| p.2 && p.0 != "clock")
+                .map(|p| (p.0, p.1))
+                .collect(),
+            outputs: rtl
+                .ports()
+                .iter()
+                .filter(|p| !p.2)
+                .map(|p| (p.0, p.1))
+                .collect(),
+            cycles: Vec::new(),
+        });
         let i = |n: &str| rtl.port(n, true);
         let o = |n: &str| rtl.port(n, false);
         let write_ports = |n: &str, keep: bool| -> Result<WritePorts, RtlError> {
@@ -195,6 +243,7 @@ impl RtlNic {
             dw: Default::default(),
             dr: ReadChannel::default(),
             activity: NicActivity::default(),
+            vectors,
         };
         me.rtl.set_u64(me.p.m_ready, 1);
         me.rtl.set_u64(me.p.dr_req_ready, 1);
@@ -300,6 +349,9 @@ impl RtlNic {
             self.rtl.set_u64(p.dr_error, err as u64);
         }
         self.rtl.eval();
+        if self.vectors.is_some() {
+            self.record();
+        }
 
         // Sample the handshakes of this cycle.
         let p = &self.p;
@@ -394,6 +446,24 @@ impl RtlNic {
                 self.dw[w].done = self.dw[w].done_queue.pop_front();
             }
         }
+    }
+
+    fn record(&mut self) {
+        let Some(v) = self.vectors.as_mut() else {
+            return;
+        };
+        let mut values = |ports: &[(&'static str, usize)], input: bool| -> Vec<u32> {
+            let mut out = Vec::new();
+            for &(name, _) in ports {
+                if let Ok(p) = self.rtl.port(name, input) {
+                    out.extend_from_slice(self.rtl.get(p));
+                }
+            }
+            out
+        };
+        let ins = values(&v.inputs, true);
+        let outs = values(&v.outputs, false);
+        v.cycles.push((ins, outs));
     }
 
     /// Performs the oldest open write of channel `w` and queues its completion.
