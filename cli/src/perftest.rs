@@ -284,6 +284,7 @@ impl Node {
                 }
                 CmEvent::Established(_) => {}
                 CmEvent::Failed(c, r) => bail!("connection {} failed: {r:?}", c.id()),
+                CmEvent::Disconnected(c) => bail!("connection {} disconnected", c.id()),
             }
         }
         Ok(())

@@ -289,6 +289,11 @@ pub enum CmEvent {
     Established(ConnId),
     /// The connection failed; its outstanding requests were flushed to the CQs.
     Failed(ConnId, FailReason),
+    /// The connection was closed by [`Context::disconnect`] on either side (or the peer did not
+    /// answer the disconnect request in time); its outstanding requests were flushed to the
+    /// CQs with [`crate::WcStatus::Flushed`]. Free it with
+    /// [`Context::destroy_connection`].
+    Disconnected(ConnId),
 }
 
 /// Device-wide settings.
@@ -376,6 +381,13 @@ enum CmState {
         tries: u32,
     },
     Established,
+    /// [`Context::disconnect`] sent a disconnect request: waiting for the reply.
+    AwaitDisconnect {
+        next: u64,
+        tries: u32,
+    },
+    /// Disconnected (either side); only [`Context::destroy_connection`] is left to do.
+    Closed,
     Failed,
 }
 
@@ -1036,6 +1048,40 @@ impl<N: Nic> Context<N> {
         Ok(())
     }
 
+    /// Closes a connection gracefully: flushes whatever is outstanding to its CQs, tells the
+    /// peer with a CM disconnect request (resent until it answers, at most `cm_retries`
+    /// times) and reports [`CmEvent::Disconnected`] when the peer has answered. The peer's side
+    /// is flushed and reports the same event. Free the connection afterwards with
+    /// [`Context::destroy_connection`]. Fails with [`Error::NotConnected`] unless the
+    /// connection is established.
+    pub fn disconnect(&mut self, c: ConnId) -> Result<()> {
+        let now = self.now;
+        let retry = self.cfg.cm_retry_ns;
+        let s = self.slot_mut(c)?;
+        if s.cm != CmState::Established {
+            return Err(Error::NotConnected(match s.core.state() {
+                ConnState::Failed(r) => Some(r),
+                _ => None,
+            }));
+        }
+        // The flush is the disconnect's doing, not a failure to report.
+        s.reported = true;
+        s.core.fail(FailReason::Disconnected);
+        let msg = CmRepr {
+            kind: CmKind::DisconnectRequest,
+            src_conn: c.0,
+            dst_conn: s.entry.peer_conn,
+            ..s.cm_msg
+        };
+        s.cm_msg = msg;
+        s.cm = CmState::AwaitDisconnect {
+            next: now + retry,
+            tries: 0,
+        };
+        let e = s.cm_entropy;
+        self.send_cm(c.0, e, msg)
+    }
+
     /// Next connection-management event.
     pub fn poll_cm(&mut self) -> Option<CmEvent> {
         self.cm_events.pop_front()
@@ -1325,8 +1371,56 @@ impl<N: Nic> Context<N> {
                     s.core.fail(FailReason::Rejected);
                 }
             }
-            CmKind::DisconnectRequest | CmKind::DisconnectReply => {
-                // Disconnect is not implemented yet; see the crate documentation.
+            CmKind::DisconnectRequest => {
+                let id = msg.dst_conn;
+                let ours = self
+                    .conns
+                    .get_mut(id as usize)
+                    .and_then(Option::as_mut)
+                    .filter(|s| s.entry.peer_ip == src_ip && s.entry.peer_conn == msg.src_conn);
+                let reply = CmRepr {
+                    kind: CmKind::DisconnectReply,
+                    src_conn: id,
+                    dst_conn: msg.src_conn,
+                    ..msg
+                };
+                match ours {
+                    Some(s) => {
+                        if !matches!(s.cm, CmState::Closed) {
+                            s.reported = true;
+                            s.core.fail(FailReason::Disconnected);
+                            s.cm = CmState::Closed;
+                            self.cm_events.push_back(CmEvent::Disconnected(ConnId(id)));
+                        }
+                        let e = s.cm_entropy;
+                        self.send_cm(id, e, reply)?;
+                    }
+                    None => {
+                        // Already destroyed here (or never ours): answer anyway, so that the
+                        // peer stops asking, through the scratch entry as a reject does.
+                        let entry = ConnectionEntry {
+                            valid: true,
+                            ipv6,
+                            peer_mac: src_mac,
+                            local_ip: ip16(self.cfg.ip),
+                            peer_ip: src_ip,
+                            peer_conn: msg.src_conn,
+                            ..Default::default()
+                        };
+                        self.dev.set_connection(SCRATCH_CONN, &entry)?;
+                        self.send_cm(SCRATCH_CONN, ENTROPY_BASE, reply)?;
+                    }
+                }
+            }
+            CmKind::DisconnectReply => {
+                let id = msg.dst_conn;
+                if let Some(Some(s)) = self.conns.get_mut(id as usize)
+                    && matches!(s.cm, CmState::AwaitDisconnect { .. })
+                    && s.entry.peer_ip == src_ip
+                {
+                    s.cm = CmState::Closed;
+                    self.cm_events.push_back(CmEvent::Disconnected(ConnId(id)));
+                }
             }
         }
         Ok(())
@@ -1336,7 +1430,25 @@ impl<N: Nic> Context<N> {
         let now = self.now;
         let (retry, max) = (self.cfg.cm_retry_ns, self.cfg.cm_retries);
         let mut resend = Vec::new();
-        for s in self.conns.iter_mut().flatten() {
+        for (i, slot) in self.conns.iter_mut().enumerate() {
+            let Some(s) = slot.as_mut() else { continue };
+            if let CmState::AwaitDisconnect { next, tries } = s.cm
+                && now >= next
+            {
+                if tries >= max {
+                    // The peer is gone: close our side anyway.
+                    s.cm = CmState::Closed;
+                    self.cm_events
+                        .push_back(CmEvent::Disconnected(ConnId(i as u32)));
+                } else {
+                    s.cm = CmState::AwaitDisconnect {
+                        next: now + retry,
+                        tries: tries + 1,
+                    };
+                    resend.push((i as u32, s.cm_entropy, s.cm_msg));
+                }
+                continue;
+            }
             match s.cm {
                 CmState::AwaitReply { next, tries } | CmState::AwaitRtu { next, tries }
                     if now >= next =>
@@ -1504,7 +1616,10 @@ impl<N: Nic> Context<N> {
             if let Some(t) = s.core.poll_timeout() {
                 wake = Some(wake.map_or(t, |w| w.min(t)));
             }
-            if let CmState::AwaitReply { next, .. } | CmState::AwaitRtu { next, .. } = s.cm {
+            if let CmState::AwaitReply { next, .. }
+            | CmState::AwaitRtu { next, .. }
+            | CmState::AwaitDisconnect { next, .. } = s.cm
+            {
                 wake = Some(wake.map_or(next, |w| w.min(next)));
             }
             for wc in wcs {

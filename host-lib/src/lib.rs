@@ -44,8 +44,11 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Not yet: disconnect (the CM kinds exist; tearing down is not written), RDMA Read (no wire
-//! opcode), more than one plane per connection (the TX descriptor has no port field).
+//! Connections end with [`Context::disconnect`] (a CM disconnect exchange; both sides flush and
+//! report [`CmEvent::Disconnected`]) and are freed with [`Context::destroy_connection`].
+//!
+//! Not yet: RDMA Read (no wire opcode), more than one plane per connection (the TX descriptor
+//! has no port field).
 #![forbid(unsafe_code)]
 
 mod context;

@@ -70,6 +70,7 @@ struct Node {
     send_wcs: Vec<WorkCompletion>,
     recv_wcs: Vec<WorkCompletion>,
     failed: Vec<(ConnId, FailReason)>,
+    disconnected: Vec<ConnId>,
 }
 
 impl Node {
@@ -99,6 +100,7 @@ impl Node {
             send_wcs: vec![],
             recv_wcs: vec![],
             failed: vec![],
+            disconnected: vec![],
         }
     }
 }
@@ -206,6 +208,7 @@ impl Pair {
                 }
                 CmEvent::Established(c) => assert!(node.conn == Some(c) || node.conn.is_none()),
                 CmEvent::Failed(c, r) => node.failed.push((c, r)),
+                CmEvent::Disconnected(c) => node.disconnected.push(c),
             }
         }
     }
@@ -1267,6 +1270,39 @@ fn lost_terminal_naks_hide_remote_access_errors() {
     }
 }
 
+/// A graceful disconnect over a lossy link: both sides report it (the request or the reply
+/// may be lost and is resent), neither reports a failure, the connection takes no more work,
+/// and both ends can then be freed.
+#[test]
+fn disconnect_closes_both_sides() {
+    let mut p = Pair::connect(PairConfig {
+        link: lossy_link(0.3, 5),
+        ..PairConfig::default()
+    });
+    let mut w = Workload::plan(&mut p, 4, 1, 2, &[Kind::Write, Kind::Send]);
+    assert!(w.run(&mut p, 100_000_000), "did not complete");
+    w.verify(&mut p, &[TagMode::Ordered]);
+    let (ca, cb) = (p.ca(), p.cb());
+    p.a.ctx.disconnect(ca).unwrap();
+    assert!(
+        p.run_until(100_000_000, |p| p.a.disconnected.contains(&ca)
+            && p.b.disconnected.contains(&cb)),
+        "the disconnect did not finish on both sides"
+    );
+    assert!(p.a.failed.is_empty() && p.b.failed.is_empty());
+    assert!(matches!(
+        p.a.ctx.disconnect(ca),
+        Err(ferroce::Error::NotConnected(_))
+    ));
+    assert!(matches!(
+        p.a.ctx.conn_state(ca),
+        Ok(ConnState::Failed(FailReason::Disconnected))
+    ));
+    p.a.ctx.destroy_connection(ca).unwrap();
+    p.b.ctx.destroy_connection(cb).unwrap();
+    assert!(p.a.ctx.conn_state(ca).is_err());
+}
+
 // ---- The same tests with both nodes on the RTL backend. ----
 
 #[test]
@@ -1347,4 +1383,9 @@ fn rtl_the_receivers_rate_hint_caps_the_sender() {
 #[test]
 fn rtl_lost_terminal_naks_hide_remote_access_errors() {
     on_rtl(lost_terminal_naks_hide_remote_access_errors);
+}
+
+#[test]
+fn rtl_disconnect_closes_both_sides() {
+    on_rtl(disconnect_closes_both_sides);
 }
