@@ -645,6 +645,22 @@ fn rtl_nic_matches_the_model() {
                 for tag in 0..2 {
                     traffic.open[ci * 8 + tag].clear();
                 }
+                // ... and restarts the stream's flows at the sender's next FSN, so that holes
+                // left by packets it gave up on do not close the SACK window for good.
+                let base = lay.conns[ci].entry.flow_base as u32;
+                for f in 0..4u32 {
+                    let init = FlowInit {
+                        cum_fsn: traffic.next_fsn[ci * 8 + f as usize],
+                    };
+                    assert_eq!(
+                        write_table(&mut rtl, TableId::Flow, base + f, &init.to_words()),
+                        0
+                    );
+                    assert_eq!(
+                        write_table(&mut model, TableId::Flow, base + f, &init.to_words()),
+                        0
+                    );
+                }
             }
         }
         if step % 50 == 49 || step % 300 == 299 {
