@@ -118,6 +118,40 @@ impl SimMemory {
     }
 }
 
+/// The host CPU's side of simulated DMA memory, with the errors a [`crate::Nic`] backend reports:
+/// what every simulated backend's `alloc_dma`, `write_dma` and `read_dma` do.
+impl SimMemory {
+    /// [`crate::Nic::alloc_dma`].
+    pub fn host_alloc(&mut self, len: usize, align: usize) -> Result<u64, crate::NicError> {
+        self.alloc(len, align)
+            .ok_or(crate::NicError::OutOfDmaMemory)
+    }
+
+    /// [`crate::Nic::write_dma`].
+    pub fn host_write(&mut self, iova: u64, data: &[u8]) -> Result<(), crate::NicError> {
+        if self.write(iova, data) {
+            Ok(())
+        } else {
+            Err(crate::NicError::BadDmaAddress {
+                addr: iova,
+                len: data.len(),
+            })
+        }
+    }
+
+    /// [`crate::Nic::read_dma`].
+    pub fn host_read(&mut self, iova: u64, buf: &mut [u8]) -> Result<(), crate::NicError> {
+        if self.read(iova, buf) {
+            Ok(())
+        } else {
+            Err(crate::NicError::BadDmaAddress {
+                addr: iova,
+                len: buf.len(),
+            })
+        }
+    }
+}
+
 impl HostMemory for SimMemory {
     fn dma_read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault> {
         if self.read(addr, buf) {

@@ -32,31 +32,15 @@ impl Nic for ModelNic {
     }
 
     fn alloc_dma(&mut self, len: usize, align: usize) -> Result<u64, NicError> {
-        self.memory
-            .alloc(len, align)
-            .ok_or(NicError::OutOfDmaMemory)
+        self.memory.host_alloc(len, align)
     }
 
     fn write_dma(&mut self, iova: u64, data: &[u8]) -> Result<(), NicError> {
-        if self.memory.write(iova, data) {
-            Ok(())
-        } else {
-            Err(NicError::BadDmaAddress {
-                addr: iova,
-                len: data.len(),
-            })
-        }
+        self.memory.host_write(iova, data)
     }
 
     fn read_dma(&mut self, iova: u64, buf: &mut [u8]) -> Result<(), NicError> {
-        if self.memory.read(iova, buf) {
-            Ok(())
-        } else {
-            Err(NicError::BadDmaAddress {
-                addr: iova,
-                len: buf.len(),
-            })
-        }
+        self.memory.host_read(iova, buf)
     }
 
     fn poll(&mut self, now_ns: u64) {

@@ -453,15 +453,13 @@ pub struct RxEngine {
     d_rkey: Signal<Local, Bits<32>>,
     d_imm: Signal<Local, Bits<32>>,
     d_has_imm: Signal<Local, Bit>,
+    d_slot_ssn: Signal<Local, Bits<32>>,
     d_is_write: Signal<Local, Bit>,
     d_ce: Signal<Local, Bit>,
     d_len: Signal<Local, Bits<33>>,
     d_end: Signal<Local, Bits<33>>,
     // Fields of the latched connection entry.
-    c_valid: Signal<Local, Bit>,
     c_ipv6: Signal<Local, Bit>,
-    c_flow_base: Signal<Local, Bits<16>>,
-    c_flow_count: Signal<Local, Bits<16>>,
     c_tag_base: Signal<Local, Bits<16>>,
     c_tag_count: Signal<Local, Bits<16>>,
     c_local_ip: Signal<Local, Bits<128>>,
@@ -651,6 +649,11 @@ impl Logic for RxEngine {
             | (self.pr_opcode.val() == self.k.op_write_imm.val());
         self.d_has_imm.next = (self.pr_opcode.val() == self.k.op_send_imm.val())
             | (self.pr_opcode.val() == self.k.op_write_imm.val());
+        // A message slot records the SSN of Sends only (Writes consume no receive buffer).
+        self.d_slot_ssn.next = self.d_ssn.val();
+        if self.d_is_write.val() {
+            self.d_slot_ssn.next = 0.into();
+        }
         self.d_imm.next = 0.into();
         if self.pr_opcode.val() == self.k.op_send_imm.val() {
             self.d_imm.next = self
@@ -669,10 +672,7 @@ impl Logic for RxEngine {
         self.d_end.next = bit_cast::<33, 32>(self.d_offset.val()) + self.d_len.val();
 
         // ---- Fields of the latched connection entry (words: see ConnectionEntry::to_words).
-        self.c_valid.next = self.conn.q.val().get_bit(0);
         self.c_ipv6.next = self.conn.q.val().get_bit(1);
-        self.c_flow_base.next = self.conn.q.val().get_bits::<16>(64);
-        self.c_flow_count.next = self.conn.q.val().get_bits::<16>(80);
         self.c_tag_base.next = self.conn.q.val().get_bits::<16>(96);
         self.c_tag_count.next = self.conn.q.val().get_bits::<16>(112);
         self.c_local_ip.next = (bit_cast::<128, 32>(self.conn.q.val().get_bits::<32>(192))
@@ -1158,17 +1158,9 @@ impl Logic for RxEngine {
                                 | (bit_cast::<224, 8>(self.pr_opcode.val()) << 8_u64)
                                 | (bit_cast::<224, 1>(self.d_has_imm.val().into()) << 19_u64)
                                 | (bit_cast::<224, 32>(self.d_msn.val()) << 32_u64)
+                                | (bit_cast::<224, 32>(self.d_slot_ssn.val()) << 64_u64)
                                 | (bit_cast::<224, 32>(self.d_msg_len.val()) << 96_u64)
                                 | (bit_cast::<224, 32>(self.d_imm.val()) << 192_u64);
-                            if !self.d_is_write.val() {
-                                self.slot.d.next = 1_u64.to_bits::<224>()
-                                    | (bit_cast::<224, 8>(self.pr_opcode.val()) << 8_u64)
-                                    | (bit_cast::<224, 1>(self.d_has_imm.val().into()) << 19_u64)
-                                    | (bit_cast::<224, 32>(self.d_msn.val()) << 32_u64)
-                                    | (bit_cast::<224, 32>(self.d_ssn.val()) << 64_u64)
-                                    | (bit_cast::<224, 32>(self.d_msg_len.val()) << 96_u64)
-                                    | (bit_cast::<224, 32>(self.d_imm.val()) << 192_u64);
-                            }
                         }
                         self.f_account.d.next = true;
                         self.f_accept.d.next = true;

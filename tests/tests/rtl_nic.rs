@@ -31,7 +31,7 @@ const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
 const EVQ_LOG: u32 = 10;
 const TXQ_LOG: u32 = 6;
 
-fn write_table<N: Nic>(n: &mut N, t: TableId, index: u32, words: &[u32]) -> u32 {
+fn write_table<N: Nic + ?Sized>(n: &mut N, t: TableId, index: u32, words: &[u32]) -> u32 {
     for i in 0..16u32 {
         n.write_reg(
             regs::TABLE_DATA + 4 * i,
@@ -460,17 +460,7 @@ fn repost(n: &mut dyn Nic, lay: &Layout, msn_base: &[u32]) {
                 len: if ssn % 4 == 3 { 1000 } else { 4096 },
             };
             let idx = ctx * 16 + ssn % 16;
-            for (i, w) in b.to_words().iter().enumerate() {
-                n.write_reg(regs::TABLE_DATA + 4 * i as u32, *w);
-            }
-            for i in b.to_words().len()..16 {
-                n.write_reg(regs::TABLE_DATA + 4 * i as u32, 0);
-            }
-            n.write_reg(regs::TABLE_INDEX, idx);
-            n.write_reg(
-                regs::TABLE_CMD,
-                TableId::RecvBuffer as u32 | regs::TABLE_OP_WRITE,
-            );
+            assert_eq!(write_table(n, TableId::RecvBuffer, idx, &b.to_words()), 0);
         }
     }
 }
