@@ -4,6 +4,7 @@
 //!
 //! Without Verilator the crate still builds: the RTL blocks then report themselves unavailable
 //! at run time (`cargo xtask test` and `cargo xtask demo` install Verilator).
+//! `FERROCE_NO_RTL=1` at build time skips Verilator altogether (model-only work builds fast).
 //! `FERROCE_TRACE=1` at build time adds VCD tracing support (slower); then `FERROCE_VCD=DIR` at
 //! run time writes one VCD file per model into DIR.
 
@@ -176,9 +177,13 @@ fn main() {
         .unwrap();
     }
     writeln!(rust, "];").unwrap();
-    let Some(root) = verilator_root() else {
+    println!("cargo:rerun-if-env-changed=FERROCE_NO_RTL");
+    // `FERROCE_NO_RTL=1` skips verilation (minutes) for work that only needs the model.
+    let skip = env::var_os("FERROCE_NO_RTL").is_some_and(|v| v != "0");
+    let root = if skip { None } else { verilator_root() };
+    let Some(root) = root else {
         println!(
-            "cargo:warning=verilator not found: RTL blocks unavailable (cargo xtask test installs it)"
+            "cargo:warning=verilator not found or FERROCE_NO_RTL set: RTL blocks unavailable (cargo xtask test installs it)"
         );
         rust.push_str("pub(crate) static BLOCKS: &[BlockInfo] = &[];\n");
         fs::write(out.join("rtl_blocks.rs"), rust).unwrap();
