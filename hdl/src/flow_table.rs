@@ -15,9 +15,16 @@
 //! | [`OP_ACK`] | unacked := 0, CE count := 0 | the state before clearing (what the ACK reports) |
 //! | [`OP_READ`] | none | the state |
 //!
-//! Latency: classify 4 cycles, accept 6, the others 4 (the block RAM output is registered
-//! before any logic uses it). The trailing-ones search is a two-level
-//! tree (16 groups of 16), the window shift one barrel shifter.
+//! The entry of the last operation stays in registers (written back to RAM by every operation
+//! that changes it), so an operation on the same flow as the one before — the accept and the
+//! ACK after a classify, or back-to-back packets of one flow — skips the RAM read. The search
+//! for the run of received FSNs above the cumulative one (a two-level tree, 16 groups of 16)
+//! runs continuously on the registered window, so an accept does not wait for it unless the
+//! window changed in the last two cycles.
+//!
+//! Latency from the cycle the operation is taken to `res_valid`: classify, ACK, read and init
+//! 2 cycles on the same flow as the operation before, else 3 (the block RAM output is
+//! registered before any logic uses it); accept 3 on the same flow, else 5.
 
 use rust_hdl::prelude::*;
 
@@ -45,7 +52,6 @@ enum Phase {
     Read,
     Exec,
     Run,
-    Zero,
     Shift,
 }
 
@@ -118,8 +124,13 @@ pub struct FlowTable<const A: usize> {
     out_bitmap: DFF<Bits<256>>,
     out_unacked: DFF<Bits<16>>,
     out_ce: DFF<Bits<16>>,
+    // The registers hold the entry at `index` (as the RAM has it).
+    cached: DFF<Bit>,
+    // Cycles until `run` describes the registered window (0: it does).
+    settle: DFF<Bits<2>>,
 
     word: Signal<Local, Bits<320>>,
+    hit: Signal<Local, Bit>,
     r_cum: Signal<Local, Bits<24>>,
     r_bitmap: Signal<Local, Bits<256>>,
     r_unacked: Signal<Local, Bits<16>>,
@@ -190,7 +201,10 @@ impl<const A: usize> Default for FlowTable<A> {
             out_bitmap: Default::default(),
             out_unacked: Default::default(),
             out_ce: Default::default(),
+            cached: Default::default(),
+            settle: Default::default(),
             word: Default::default(),
+            hit: Default::default(),
             r_cum: Default::default(),
             r_bitmap: Default::default(),
             r_unacked: Default::default(),
@@ -239,7 +253,9 @@ impl<const A: usize> Logic for FlowTable<A> {
             out_ce,
             diff_q,
             group_q,
-            chunk_q
+            chunk_q,
+            cached,
+            settle
         );
         self.ram.read_clock.next = self.clock.val();
         self.ram.write_clock.next = self.clock.val();
@@ -289,6 +305,13 @@ impl<const A: usize> Logic for FlowTable<A> {
                 self.chunk.next = self.bitmap.q.val().get_bits::<16>(16 * g);
             }
         }
+        // The search runs every cycle, two register stages behind the window.
+        self.group_q.d.next = self.first_group.val();
+        self.chunk_q.d.next = self.chunk.val();
+        if self.settle.q.val() != 0_u64 {
+            self.settle.d.next = self.settle.q.val() - 1_u64;
+        }
+        self.hit.next = self.cached.q.val() & (self.cmd_index.val() == self.index.q.val());
         self.group_zero.next = 0.into();
         self.zero_found.next = false;
         for i in 0_usize..16 {
@@ -297,6 +320,9 @@ impl<const A: usize> Logic for FlowTable<A> {
                 self.zero_found.next = true;
             }
         }
+
+        self.run.d.next = (bit_cast::<9, 5>(self.group_q.q.val()) << 4_u64)
+            + bit_cast::<9, 4>(self.group_zero.val());
 
         match self.phase.q.val() {
             Phase::Idle => {
@@ -307,7 +333,17 @@ impl<const A: usize> Logic for FlowTable<A> {
                     self.fsn.d.next = self.cmd_fsn.val();
                     self.ce.d.next = self.cmd_ce.val();
                     self.distance.d.next = self.cmd_distance.val();
-                    self.phase.d.next = Phase::Read;
+                    if self.hit.val() {
+                        // The registers hold this entry already.
+                        self.diff_q.d.next = self.cmd_fsn.val() - self.cum.q.val();
+                        self.phase.d.next = Phase::Exec;
+                        if self.cmd_op.val() == self.k_op_accept.val() {
+                            self.phase.d.next = Phase::Run;
+                        }
+                    } else {
+                        self.cached.d.next = false;
+                        self.phase.d.next = Phase::Read;
+                    }
                 }
             }
             Phase::Read => {
@@ -318,6 +354,8 @@ impl<const A: usize> Logic for FlowTable<A> {
                 self.unacked.d.next = self.r_unacked.val();
                 self.ce_count.d.next = self.r_ce.val();
                 self.diff_q.d.next = self.diff.val();
+                self.cached.d.next = true;
+                self.settle.d.next = 2.into();
                 self.phase.d.next = Phase::Exec;
             }
             Phase::Exec => {
@@ -382,16 +420,11 @@ impl<const A: usize> Logic for FlowTable<A> {
                 }
             }
             Phase::Run => {
-                // Registers hold the entry: first the lowest group that is not all ones...
-                self.group_q.d.next = self.first_group.val();
-                self.chunk_q.d.next = self.chunk.val();
-                self.phase.d.next = Phase::Zero;
-            }
-            Phase::Zero => {
-                // ...then the lowest zero inside it (one 16-wide search per cycle).
-                self.run.d.next = (bit_cast::<9, 5>(self.group_q.q.val()) << 4_u64)
-                    + bit_cast::<9, 4>(self.group_zero.val());
-                self.phase.d.next = Phase::Shift;
+                // An in-order FSN needs the run above it: wait until the search has caught up
+                // with the window.
+                if (self.settle.q.val() == 0_u64) | (self.distance.q.val() != 0_u64) {
+                    self.phase.d.next = Phase::Shift;
+                }
             }
             Phase::Shift => {
                 self.write_back.next = true;
@@ -425,6 +458,17 @@ impl<const A: usize> Logic for FlowTable<A> {
             }
         }
         if self.write_back.val() {
+            // The registers follow the RAM, so the next operation on this flow can skip the
+            // read.
+            self.cum.d.next = self.next_cum.val();
+            self.bitmap.d.next = self.next_bitmap.val();
+            self.unacked.d.next = self.next_unacked.val();
+            self.ce_count.d.next = self.next_ce.val();
+            if (self.op.q.val() == self.k_op_accept.val())
+                | (self.op.q.val() == self.k_op_init.val())
+            {
+                self.settle.d.next = 2.into();
+            }
             self.ram.write_enable.next = true;
             self.ram.write_data.next = (bit_cast::<320, 24>(self.next_cum.val()) << 288_u64)
                 | (bit_cast::<320, 256>(self.next_bitmap.val()) << 32_u64)
@@ -434,6 +478,7 @@ impl<const A: usize> Logic for FlowTable<A> {
         if self.reset.val() {
             self.phase.d.next = Phase::Idle;
             self.out_valid.d.next = false;
+            self.cached.d.next = false;
         }
 
         self.res_valid.next = self.out_valid.q.val();

@@ -262,7 +262,9 @@ impl Logic for NicCore {
         self.engine.pc_ready.next = self.payload.cmd_ready.val();
         self.payload.cmd_skip.next = self.engine.pc_skip.val();
         self.payload.cmd_len.next = self.engine.pc_len.val();
-        self.payload.cmd_place.next = self.engine.pc_place.val();
+        self.payload.dec_valid.next = self.engine.pd_valid.val();
+        self.engine.pd_ready.next = self.payload.dec_ready.val();
+        self.payload.dec_place.next = self.engine.pd_place.val();
         self.payload.s_tdata.next = self.buffer.data_out.val().get_bits::<64>(0);
         self.payload.s_tlast.next = self.buffer.data_out.val().get_bit(64);
         self.payload.s_tvalid.next = !self.buffer.empty.val();

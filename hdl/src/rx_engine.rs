@@ -197,7 +197,6 @@ constants!(
 #[derive(LogicState, Debug, Copy, Clone, PartialEq)]
 enum St {
     Idle,
-    PktCheck,
     ConnChk,
     RxEvent,
     Classify,
@@ -290,7 +289,8 @@ pub struct RxEngine {
     /// Payload length.
     pub pr_payload_len: Signal<In, Bits<16>>,
 
-    /// Payload extractor command offered.
+    /// Payload extractor command offered (as soon as the frame is taken up, so the extractor
+    /// skips the headers while the engine decides).
     pub pc_valid: Signal<Out, Bit>,
     /// Payload extractor takes the command.
     pub pc_ready: Signal<In, Bit>,
@@ -298,8 +298,12 @@ pub struct RxEngine {
     pub pc_skip: Signal<Out, Bits<16>>,
     /// Payload bytes to deliver.
     pub pc_len: Signal<Out, Bits<16>>,
+    /// The decision for the frame is offered (after its command).
+    pub pd_valid: Signal<Out, Bit>,
+    /// The extractor takes the decision.
+    pub pd_ready: Signal<In, Bit>,
     /// Deliver (else discard the frame).
-    pub pc_place: Signal<Out, Bit>,
+    pub pd_place: Signal<Out, Bit>,
 
     /// DMA write request for a payload.
     pub wr_valid: Signal<Out, Bit>,
@@ -418,6 +422,15 @@ pub struct RxEngine {
     place_addr: DFF<Bits<64>>,
     wr_sent: DFF<Bit>,
     pc_sent: DFF<Bit>,
+    pd_sent: DFF<Bit>,
+    // A classify is under way / its result has been taken (into `sack_class` etc.).
+    cls_wait: DFF<Bit>,
+    cls_done: DFF<Bit>,
+    // A long payload is still streaming: SACK accept and ACK first, then the write's outcome.
+    late_write: DFF<Bit>,
+    // The payload write finished before the engine came to wait for it (and how).
+    wr_done_q: DFF<Bit>,
+    wr_error_q: DFF<Bit>,
     ack_entropy: DFF<Bits<16>>,
     ack_ts: DFF<Bits<32>>,
     ack_flow: DFF<Bits<16>>,
@@ -498,6 +511,14 @@ pub struct RxEngine {
     meta_refused: Signal<Local, Bits<160>>,
     rc_tag_sum: Signal<Local, Bits<17>>,
     after_nak: Signal<Local, St>,
+    cls_ready: Signal<Local, Bit>,
+    after_ack: Signal<Local, St>,
+    after_account: Signal<Local, St>,
+    cls_class: Signal<Local, Bits<2>>,
+    meta_fresh: Signal<Local, Bits<160>>,
+    meta_fresh_refused: Signal<Local, Bits<160>>,
+    take_frame: Signal<Local, Bit>,
+    in_frame: Signal<Local, Bit>,
     ack_ece: Signal<Local, Bit>,
 }
 
@@ -535,6 +556,12 @@ impl Logic for RxEngine {
             place_addr,
             wr_sent,
             pc_sent,
+            pd_sent,
+            cls_wait,
+            cls_done,
+            late_write,
+            wr_done_q,
+            wr_error_q,
             ack_entropy,
             ack_ts,
             ack_flow,
@@ -575,6 +602,11 @@ impl Logic for RxEngine {
         self.meta_ram.write_clock.next = self.clock.val();
         self.conn_ram.read_address.next = self.conn_addr.q.val();
         self.rate_ram.read_address.next = self.conn_addr.q.val();
+        if self.state.q.val() == St::Idle {
+            // The head frame's connection entry arrives in the cycle after Idle (ConnChk).
+            self.conn_ram.read_address.next = self.pr_dest_conn.val().get_bits::<CONN_BITS>(0);
+            self.rate_ram.read_address.next = self.pr_dest_conn.val().get_bits::<CONN_BITS>(0);
+        }
         self.region_ram.read_address.next = self.region_addr.q.val();
         self.recv_ram.read_address.next = self.recv_idx.q.val();
         self.slot_ram.read_address.next = self.slot_idx.q.val();
@@ -602,8 +634,9 @@ impl Logic for RxEngine {
         self.pr_pop.next = false;
         self.pc_valid.next = false;
         self.pc_skip.next = self.pr_payload_offset.val();
-        self.pc_len.next = 0.into();
-        self.pc_place.next = false;
+        self.pc_len.next = self.pr_payload_len.val();
+        self.pd_valid.next = false;
+        self.pd_place.next = false;
         self.wr_valid.next = false;
         self.wr_addr.next = self.place_addr.q.val();
         self.wr_len.next = self.pr_payload_len.val();
@@ -746,7 +779,7 @@ impl Logic for RxEngine {
 
         // ---- Byte swaps for the events and the ACK header.
         self.swap_in.next = self.ft.res_bitmap.val();
-        if self.state.q.val() == St::PktCheck {
+        if self.state.q.val() == St::Idle {
             self.swap_in.next = self.pr_th.val().get_bits::<256>(self.k.sh_cm.val().index());
         }
         if self.state.q.val() == St::ConnChk {
@@ -863,6 +896,60 @@ impl Logic for RxEngine {
         if self.f_place.q.val() {
             self.after_nak.next = St::Place;
         }
+        // A placed frame's payload write and its SACK accept run at the same time. A short
+        // write is over before the accept: its outcome and the message accounting come first
+        // (the completion event before the ACK). A long one is not: the accept and the ACK go
+        // first and the engine waits for the write after them. Either way the ACK leaves
+        // after the write was issued and the completion event after it finished; the two
+        // orders differ only between the transmit stream and the event ring.
+        self.after_ack.next = St::MetaWb;
+        self.after_account.next = St::Accept;
+        if self.late_write.q.val() {
+            self.after_ack.next = St::WrWait;
+            self.after_account.next = St::MetaWb;
+        }
+        // The classify result, in the cycle it arrives or latched if the decision was not
+        // finished then.
+        self.cls_ready.next =
+            self.cls_done.q.val() | (self.cls_wait.q.val() & self.ft.res_valid.val());
+        self.cls_class.next = self.sack_class.q.val();
+        if self.cls_wait.q.val() & self.ft.res_valid.val() {
+            self.cls_wait.d.next = false;
+            self.cls_done.d.next = true;
+            self.cls_class.next = self.ft.res_class.val();
+            self.sack_class.d.next = self.ft.res_class.val();
+            self.distance.d.next = self.ft.res_distance.val();
+            self.opens_gap.d.next = self.ft.res_opens_gap.val();
+        }
+        // The flow's metadata with this packet's entropy and timestamp: a timer ACK leaves on
+        // the entropy of the flow's last data packet and echoes its timestamp.
+        self.meta_fresh.next = (self.m_rd.val() & !0xFFFF_FFFF_FFFF_0000_u64.to_bits::<160>())
+            | (bit_cast::<160, 16>(self.pr_src_port.val()) << 16_u64)
+            | (bit_cast::<160, 32>(self.d_ts.val()) << 32_u64);
+        self.meta_fresh_refused.next = (self.meta_fresh.val() & !0xFFFF_u64.to_bits::<160>())
+            | bit_cast::<160, 16>(self.meta_fresh.val().get_bits::<16>(0) + 1_u64);
+        // Idle takes up the head frame when nothing else has priority.
+        self.take_frame.next = self.pr_valid.val()
+            & !self.tc_valid.val()
+            & !((self.armed_count.q.val() != 0_u64) & (self.now_ns.val() >= self.min_due.q.val()));
+        self.in_frame.next = (self.state.q.val() != St::Idle)
+            & !self.scanning.q.val()
+            & (self.state.q.val() != St::ScanRead)
+            & (self.state.q.val() != St::ScanCheck)
+            & (self.state.q.val() != St::ScanConn)
+            & (self.state.q.val() != St::ScanWb)
+            & (self.state.q.val() != St::ScanNext)
+            & (self.state.q.val() != St::TblStart)
+            & (self.state.q.val() != St::TblRead)
+            & (self.state.q.val() != St::TblFlowMeta)
+            & (self.state.q.val() != St::TblFlowWait)
+            & (self.state.q.val() != St::TblReset)
+            & (self.state.q.val() != St::TblDone)
+            & (self.state.q.val() != St::TblGap);
+        if self.wr_done.val() {
+            self.wr_done_q.d.next = true;
+            self.wr_error_q.d.next = self.wr_error.val();
+        }
 
         // ---- The SACK accept of a consumed packet runs beside placement: it is issued as soon
         // as the decision is made and its result (the unacknowledged count for the ACK policy)
@@ -905,6 +992,11 @@ impl Logic for RxEngine {
                     self.st_some.d.next = false;
                     self.wr_sent.d.next = false;
                     self.pc_sent.d.next = false;
+                    self.pd_sent.d.next = false;
+                    self.wr_done_q.d.next = false;
+                    self.cls_wait.d.next = false;
+                    self.cls_done.d.next = false;
+                    self.late_write.d.next = false;
                     self.scanning.d.next = false;
                     self.acc_pending.d.next = false;
                     self.acc_wait.d.next = false;
@@ -918,40 +1010,37 @@ impl Logic for RxEngine {
                         self.scan_idx.d.next = 0.into();
                         self.min_next.d.next = 0xFFFF_FFFF_FFFF_FFFF_u64.into();
                         self.state.d.next = St::ScanRead;
-                    } else if self.pr_valid.val() {
+                    } else if self.take_frame.val() {
                         self.conn_addr.d.next = self.pr_dest_conn.val().get_bits::<CONN_BITS>(0);
-                        self.state.d.next = St::PktCheck;
-                    }
-                }
-                St::PktCheck => {
-                    self.cnt_valid.next = true;
-                    self.cnt_index.next = self.k.c_rx_frames.val();
-                    // The connection entry (address set in Idle) arrives in ConnChk.
-                    if !self.rx_enable.val() {
-                        self.verdict.d.next = self.k.c_rx_disabled.val();
-                        self.state.d.next = St::Finish;
-                    } else if self.pr_error.val() != 0_u64 {
-                        self.verdict.d.next = self.err_cnt.val();
-                        self.state.d.next = St::Finish;
-                    } else if self.pr_opcode.val() == self.k.op_cm.val() {
-                        // Connection management reaches the host before any connection exists.
-                        self.ev_w.next = bit_cast::<512, 8>(self.k.ev_cm.val())
-                            | (bit_cast::<512, 1>(self.pr_ipv6.val().into()) << 8_u64)
-                            | (bit_cast::<512, 1>(self.pr_vlan.val().into()) << 9_u64)
-                            | (bit_cast::<512, 16>(self.pr_src_port.val()) << 16_u64)
-                            | (bit_cast::<512, 24>(self.pr_dest_conn.val()) << 32_u64)
-                            | (bit_cast::<512, 48>(self.mac_sw.val()) << 64_u64)
-                            | (bit_cast::<512, 128>(self.ip_sw.val()) << 128_u64)
-                            | (bit_cast::<512, 256>(self.swap_out.val()) << 256_u64);
-                        if self.pr_vlan.val() {
-                            self.ev_w.next = self.ev_w.val()
-                                | (bit_cast::<512, 16>(self.pr_vlan_tci.val()) << 112_u64);
+                        self.cnt_valid.next = true;
+                        self.cnt_index.next = self.k.c_rx_frames.val();
+                        // The frame's own checks; its connection entry arrives in ConnChk.
+                        if !self.rx_enable.val() {
+                            self.verdict.d.next = self.k.c_rx_disabled.val();
+                            self.state.d.next = St::Finish;
+                        } else if self.pr_error.val() != 0_u64 {
+                            self.verdict.d.next = self.err_cnt.val();
+                            self.state.d.next = St::Finish;
+                        } else if self.pr_opcode.val() == self.k.op_cm.val() {
+                            // Connection management reaches the host before any connection exists.
+                            self.ev_w.next = bit_cast::<512, 8>(self.k.ev_cm.val())
+                                | (bit_cast::<512, 1>(self.pr_ipv6.val().into()) << 8_u64)
+                                | (bit_cast::<512, 1>(self.pr_vlan.val().into()) << 9_u64)
+                                | (bit_cast::<512, 16>(self.pr_src_port.val()) << 16_u64)
+                                | (bit_cast::<512, 24>(self.pr_dest_conn.val()) << 32_u64)
+                                | (bit_cast::<512, 48>(self.mac_sw.val()) << 64_u64)
+                                | (bit_cast::<512, 128>(self.ip_sw.val()) << 128_u64)
+                                | (bit_cast::<512, 256>(self.swap_out.val()) << 256_u64);
+                            if self.pr_vlan.val() {
+                                self.ev_w.next = self.ev_w.val()
+                                    | (bit_cast::<512, 16>(self.pr_vlan_tci.val()) << 112_u64);
+                            }
+                            self.ev.d.next = self.ev_w.val();
+                            self.verdict.d.next = self.k.c_cm.val();
+                            self.state.d.next = St::RxEvent;
+                        } else {
+                            self.state.d.next = St::ConnChk;
                         }
-                        self.ev.d.next = self.ev_w.val();
-                        self.verdict.d.next = self.k.c_cm.val();
-                        self.state.d.next = St::RxEvent;
-                    } else {
-                        self.state.d.next = St::ConnChk;
                     }
                 }
                 St::ConnChk => {
@@ -1064,33 +1153,41 @@ impl Logic for RxEngine {
                             self.cnt_valid.next = true;
                             self.cnt_index.next = self.k.c_ce.val();
                         }
-                        self.state.d.next = St::ClsWait;
+                        // Decide while the flow table classifies; ClsWait applies the class.
+                        self.cls_wait.d.next = true;
+                        self.state.d.next = St::Decide1;
                     }
                 }
                 St::ClsWait => {
-                    if self.ft.res_valid.val() {
-                        self.sack_class.d.next = self.ft.res_class.val();
-                        self.distance.d.next = self.ft.res_distance.val();
-                        self.opens_gap.d.next = self.ft.res_opens_gap.val();
-                        // A timer ACK leaves on the entropy of the flow's last data packet and
-                        // echoes its timestamp.
-                        self.meta.d.next = (self.m_rd.val()
-                            & !0xFFFF_FFFF_FFFF_0000_u64.to_bits::<160>())
-                            | (bit_cast::<160, 16>(self.pr_src_port.val()) << 16_u64)
-                            | (bit_cast::<160, 32>(self.d_ts.val()) << 32_u64);
-                        self.meta_old_armed.d.next = self.m_rd.val().get_bit(128);
-                        self.ack_entropy.d.next = self.pr_src_port.val();
-                        self.ack_ts.d.next = self.d_ts.val();
-                        self.ack_flow.d.next = self.d_flow.val();
-                        if self.ft.res_class.val() == self.k.cls_dup.val() {
+                    // The class decides whether the decision taken meanwhile stands: a
+                    // duplicate or an out-of-window packet overrides it (nothing else was
+                    // changed outside registers).
+                    if self.cls_ready.val() {
+                        self.cls_done.d.next = false;
+                        if self.cls_class.val() == self.k.cls_dup.val() {
                             // The sender may have lost our ACK: tell it again at once.
                             self.verdict.d.next = self.k.c_duplicate.val();
+                            self.meta.d.next = self.meta_fresh.val();
+                            self.f_nak.d.next = false;
+                            self.f_place.d.next = false;
+                            self.f_account.d.next = false;
+                            self.f_accept.d.next = false;
+                            self.st_some.d.next = false;
                             self.f_ack.d.next = true;
                             self.state.d.next = St::AckCmd;
-                        } else if self.ft.res_class.val() == self.k.cls_new.val() {
-                            self.state.d.next = St::Decide1;
+                        } else if self.cls_class.val() == self.k.cls_new.val() {
+                            self.acc_pending.d.next = self.f_accept.q.val();
+                            self.state.d.next = self.after_nak.val();
+                            if self.f_nak.q.val() {
+                                self.state.d.next = St::Nak;
+                            }
                         } else {
                             self.verdict.d.next = self.k.c_oow.val();
+                            self.meta.d.next = self.meta_fresh.val();
+                            self.f_place.d.next = false;
+                            self.f_account.d.next = false;
+                            self.f_accept.d.next = false;
+                            self.st_some.d.next = false;
                             self.f_nak.d.next = true;
                             self.nak_reason.d.next = self.k.nak_oow.val();
                             self.state.d.next = St::Nak;
@@ -1098,6 +1195,12 @@ impl Logic for RxEngine {
                     }
                 }
                 St::Decide1 => {
+                    // The flow's metadata read (started in ConnChk) has arrived.
+                    self.meta.d.next = self.meta_fresh.val();
+                    self.meta_old_armed.d.next = self.m_rd.val().get_bit(128);
+                    self.ack_entropy.d.next = self.pr_src_port.val();
+                    self.ack_ts.d.next = self.d_ts.val();
+                    self.ack_flow.d.next = self.d_flow.val();
                     if (self.d_tag.val() >= self.c_tag_count.val())
                         | ((self.tag_sum.val() >> self.k.tag_bits.val()) != 0_u64)
                         | (self.d_end.val() > bit_cast::<33, 32>(self.d_msg_len.val()))
@@ -1106,10 +1209,9 @@ impl Logic for RxEngine {
                         self.verdict.d.next = self.k.c_invalid.val();
                         self.f_nak.d.next = true;
                         self.nak_reason.d.next = self.k.nak_invalid.val();
-                        self.meta.d.next = self.meta_refused.val();
+                        self.meta.d.next = self.meta_fresh_refused.val();
                         self.f_accept.d.next = true;
-                        self.acc_pending.d.next = true;
-                        self.state.d.next = St::Nak;
+                        self.state.d.next = St::ClsWait;
                     } else {
                         // The slot and buffer reads started in ConnChk have arrived.
                         self.state.d.next = St::Decide2;
@@ -1118,7 +1220,7 @@ impl Logic for RxEngine {
                 St::Decide2 => {
                     self.rb.d.next = self.rb_w.val();
                     self.slot.d.next = self.rs.val();
-                    self.state.d.next = St::Nak;
+                    self.state.d.next = St::ClsWait;
                     if !self.d_is_write.val()
                         & (!self.rb_w.val().get_bit(0)
                             | (self.rb_w.val().get_bits::<32>(32) != self.d_ssn.val()))
@@ -1181,14 +1283,9 @@ impl Logic for RxEngine {
                                 + bit_cast::<64, 32>(self.d_offset.val());
                         }
                     }
-                    // Writes decide in Decide3; every other consumed packet is decided here.
-                    if self.f_accept.d.val() & (self.state.d.val() != St::Decide3) {
-                        self.acc_pending.d.next = true;
-                    }
                 }
                 St::Decide3 => {
-                    self.state.d.next = St::Nak;
-                    self.acc_pending.d.next = true;
+                    self.state.d.next = St::ClsWait;
                     self.place_addr.d.next = self.d_va.val();
                     if (((self.d_rkey.val() >> 8_u64) >> self.k.region_bits.val()) != 0_u64)
                         | !self.rg.val().get_bit(0)
@@ -1235,29 +1332,32 @@ impl Logic for RxEngine {
                     }
                 }
                 St::Place => {
-                    if self.f_place.q.val() {
-                        self.wr_valid.next = !self.wr_sent.q.val();
-                        self.pc_valid.next = !self.pc_sent.q.val();
-                        self.pc_len.next = self.pr_payload_len.val();
-                        self.pc_place.next = self.pr_payload_len.val() != 0_u64;
-                        if self.wr_ready.val() {
-                            self.wr_sent.d.next = true;
+                    // The write request and the "place" decision (the extractor has skipped
+                    // the headers meanwhile); the data streams while the engine goes on.
+                    self.wr_valid.next = !self.wr_sent.q.val();
+                    self.pd_valid.next = self.pc_sent.q.val() & !self.pd_sent.q.val();
+                    self.pd_place.next = self.pr_payload_len.val() != 0_u64;
+                    if self.wr_ready.val() {
+                        self.wr_sent.d.next = true;
+                    }
+                    if self.pd_valid.val() & self.pd_ready.val() {
+                        self.pd_sent.d.next = true;
+                    }
+                    if (self.wr_sent.q.val() | self.wr_ready.val())
+                        & (self.pd_sent.q.val() | (self.pd_valid.val() & self.pd_ready.val()))
+                    {
+                        self.state.d.next = St::WrWait;
+                        if self.pr_payload_len.val() > 32_u64 {
+                            self.late_write.d.next = true;
+                            self.state.d.next = St::Accept;
                         }
-                        if self.pc_ready.val() {
-                            self.pc_sent.d.next = true;
-                        }
-                        if (self.wr_sent.q.val() | self.wr_ready.val())
-                            & (self.pc_sent.q.val() | self.pc_ready.val())
-                        {
-                            self.state.d.next = St::WrWait;
-                        }
-                    } else {
-                        self.state.d.next = St::Account;
                     }
                 }
                 St::WrWait => {
-                    if self.wr_done.val() {
-                        if self.wr_error.val() {
+                    if self.wr_done.val() | self.wr_done_q.q.val() {
+                        if (self.wr_done.val() & self.wr_error.val())
+                            | (!self.wr_done.val() & self.wr_error_q.q.val())
+                        {
                             // The region said yes but the IOMMU said no: account the bytes so
                             // the message still ends, with an error.
                             self.verdict.d.next = self.k.c_oob.val();
@@ -1273,7 +1373,7 @@ impl Logic for RxEngine {
                     }
                 }
                 St::Account => {
-                    self.state.d.next = St::Accept;
+                    self.state.d.next = self.after_account.val();
                     if self.f_account.q.val() {
                         self.new_slot.next = (self.slot.q.val()
                             & !(0x1_FFFF_FFFF_u64.to_bits::<224>() << 128_u64))
@@ -1322,16 +1422,19 @@ impl Logic for RxEngine {
                 St::CplEvent => {
                     self.ev_valid.next = true;
                     if self.ev_ready.val() {
-                        self.state.d.next = St::Accept;
+                        self.state.d.next = self.after_account.val();
                     }
                 }
                 St::Accept => {
                     if !self.f_accept.q.val() {
-                        self.state.d.next = St::AckCmd;
+                        self.state.d.next = self.after_ack.val();
+                        if self.f_ack.q.val() {
+                            self.state.d.next = St::AckCmd;
+                        }
                     } else if self.acc_done.q.val() {
                         // The accept issued at the decision has finished (see above).
                         self.acc_done.d.next = false;
-                        self.state.d.next = St::AckCmd;
+                        self.state.d.next = self.after_ack.val();
                         if self.pr_ack_req.val()
                             | self.d_ce.val()
                             | self.opens_gap.q.val()
@@ -1339,6 +1442,7 @@ impl Logic for RxEngine {
                                 >= self.ack_coalesce.val())
                         {
                             self.f_ack.d.next = true;
+                            self.state.d.next = St::AckCmd;
                         } else if (self.acc_unacked.q.val() == 1_u64)
                             & (self.ack_delay.val() != 0_u64)
                         {
@@ -1367,7 +1471,7 @@ impl Logic for RxEngine {
                             self.state.d.next = St::AckWait;
                         }
                     } else {
-                        self.state.d.next = St::MetaWb;
+                        self.state.d.next = self.after_ack.val();
                     }
                 }
                 St::AckWait => {
@@ -1404,7 +1508,7 @@ impl Logic for RxEngine {
                             if self.scanning.q.val() {
                                 self.state.d.next = St::ScanWb;
                             } else {
-                                self.state.d.next = St::MetaWb;
+                                self.state.d.next = self.after_ack.val();
                             }
                         } else {
                             self.cnt_index.next = self.k.c_tx_naks.val();
@@ -1420,13 +1524,26 @@ impl Logic for RxEngine {
                     if !self.meta.q.val().get_bit(128) & self.meta_old_armed.q.val() {
                         self.armed_count.d.next = self.armed_count.q.val() - 1_u64;
                     }
+                    // Then finish the frame, in this cycle if the extractor allows.
+                    self.pd_valid.next = self.pc_sent.q.val() & !self.pd_sent.q.val();
+                    if self.pd_valid.val() & self.pd_ready.val() {
+                        self.pd_sent.d.next = true;
+                    }
                     self.state.d.next = St::Finish;
+                    if self.pd_sent.q.val() | (self.pd_valid.val() & self.pd_ready.val()) {
+                        self.cnt_valid.next = true;
+                        self.cnt_index.next = self.verdict.q.val();
+                        self.pr_pop.next = true;
+                        self.state.d.next = St::Idle;
+                    }
                 }
                 St::Finish => {
-                    // Every frame gets exactly one payload command: discard unless placed.
-                    self.pc_valid.next = !self.pc_sent.q.val();
-                    self.pc_skip.next = 0.into();
-                    if self.pc_sent.q.val() | self.pc_ready.val() {
+                    // Every frame gets exactly one payload decision: discard unless placed.
+                    self.pd_valid.next = self.pc_sent.q.val() & !self.pd_sent.q.val();
+                    if self.pd_valid.val() & self.pd_ready.val() {
+                        self.pd_sent.d.next = true;
+                    }
+                    if self.pd_sent.q.val() | (self.pd_valid.val() & self.pd_ready.val()) {
                         self.cnt_valid.next = true;
                         self.cnt_index.next = self.verdict.q.val();
                         self.pr_pop.next = true;
@@ -1636,6 +1753,16 @@ impl Logic for RxEngine {
                 _ => {
                     self.state.d.next = St::Idle;
                 }
+            }
+        }
+        // The payload extractor's command goes out as soon as a frame is taken up (after
+        // Idle's bookkeeping above, which it overrides).
+        if ((self.state.q.val() == St::Idle) & (self.hold.q.val() == 0_u64) & self.take_frame.val())
+            | (self.in_frame.val() & !self.pc_sent.q.val())
+        {
+            self.pc_valid.next = true;
+            if self.pc_ready.val() {
+                self.pc_sent.d.next = true;
             }
         }
         if self.reset.val() {

@@ -1,11 +1,16 @@
 //! RX payload extractor: takes a buffered frame and either streams its payload, realigned to
 //! lane 0, toward the DMA write interface, or discards it, as the receive engine decides.
 //!
-//! Per frame the engine issues one command — bytes to skip (the headers), payload length, and
-//! whether to place — in frame order. The extractor drops the `skip / 8` leading beats, shifts
-//! the rest by `skip % 8` bytes (a carry register joins neighbouring beats), emits exactly
-//! `len` bytes with `tlast` on the last, and swallows the rest of the frame up to its `tlast`
-//! (the ICRC and any padding). One beat per cycle, AXI4-Stream back-pressure on both sides.
+//! Per frame the engine issues two things, in frame order: a command (bytes to skip — the
+//! headers — and the payload length) as soon as the frame's parse result is known, and later
+//! the decision (place or discard). The extractor skips the headers while the engine is still
+//! deciding, so a placed payload starts streaming in the cycle after the decision instead of
+//! after the header beats. It drops the `skip / 8` leading beats, keeps the beat holding the
+//! first payload byte, and on "place" shifts the rest by `skip % 8` bytes (a carry register
+//! joins neighbouring beats), emits exactly `len` bytes with `tlast` on the last, and swallows
+//! the rest of the frame up to its `tlast` (the ICRC and any padding); on "discard" it swallows
+//! the frame. A frame that ends inside its headers still takes a decision and emits nothing.
+//! One beat per cycle, AXI4-Stream back-pressure on both sides.
 
 use rust_hdl::prelude::*;
 
@@ -13,6 +18,7 @@ use rust_hdl::prelude::*;
 enum Phase {
     Idle,
     Skip,
+    Hold,
     Emit,
     Tail,
     Drain,
@@ -33,8 +39,12 @@ pub struct RxPayload {
     pub cmd_skip: Signal<In, Bits<16>>,
     /// Payload bytes.
     pub cmd_len: Signal<In, Bits<16>>,
+    /// The decision for the frame of the last command is offered.
+    pub dec_valid: Signal<In, Bit>,
+    /// The extractor takes the decision.
+    pub dec_ready: Signal<Out, Bit>,
     /// Stream the payload (else discard the frame).
-    pub cmd_place: Signal<In, Bit>,
+    pub dec_place: Signal<In, Bit>,
     /// Buffered frame beats.
     pub s_tdata: Signal<In, Bits<64>>,
     /// Beat valid.
@@ -56,6 +66,7 @@ pub struct RxPayload {
 
     phase: DFF<Phase>,
     place: DFF<Bit>,
+    decided: DFF<Bit>,
     skip_beats: DFF<Bits<13>>,
     shift: DFF<Bits<3>>,
     remaining: DFF<Bits<16>>,
@@ -64,6 +75,11 @@ pub struct RxPayload {
     in_last_seen: DFF<Bit>,
 
     combined: Signal<Local, Bits<64>>,
+    // The decision, whether taken earlier or offered in this cycle.
+    known: Signal<Local, Bit>,
+    go_place: Signal<Local, Bit>,
+    // Where a frame goes once its first payload beat (or its end) has been taken.
+    after_headers: Signal<Local, Phase>,
     keep: Signal<Local, Bits<8>>,
     out_bytes: Signal<Local, Bits<16>>,
 }
@@ -76,6 +92,7 @@ impl Logic for RxPayload {
             clock,
             phase,
             place,
+            decided,
             skip_beats,
             shift,
             remaining,
@@ -84,6 +101,7 @@ impl Logic for RxPayload {
             in_last_seen
         );
         self.cmd_ready.next = false;
+        self.dec_ready.next = false;
         self.s_tready.next = false;
         self.m_tvalid.next = false;
         self.m_tlast.next = false;
@@ -104,11 +122,43 @@ impl Logic for RxPayload {
             }
         }
 
+        // The decision may arrive at any time after the command, before or after the headers
+        // have been skipped.
+        self.known.next = self.decided.q.val();
+        self.go_place.next = self.place.q.val();
+        if ((self.phase.q.val() == Phase::Skip) | (self.phase.q.val() == Phase::Hold))
+            & !self.decided.q.val()
+        {
+            self.dec_ready.next = true;
+            if self.dec_valid.val() {
+                self.decided.d.next = true;
+                self.place.d.next = self.dec_place.val();
+                self.known.next = true;
+                self.go_place.next = self.dec_place.val();
+            }
+        }
+        // Placing: stream on from the carry (or finish from it alone if the frame is over).
+        // Discarding: swallow the rest of the frame, if any is left.
+        self.after_headers.next = Phase::Hold;
+        if self.known.val() {
+            if self.go_place.val() {
+                self.after_headers.next = Phase::Emit;
+                if self.in_last_seen.q.val() {
+                    self.after_headers.next = Phase::Tail;
+                }
+            } else {
+                self.after_headers.next = Phase::Drain;
+                if self.in_last_seen.q.val() {
+                    self.after_headers.next = Phase::Idle;
+                }
+            }
+        }
+
         match self.phase.q.val() {
             Phase::Idle => {
                 self.cmd_ready.next = true;
                 if self.cmd_valid.val() {
-                    self.place.d.next = self.cmd_place.val();
+                    self.decided.d.next = false;
                     self.skip_beats.d.next = bit_cast::<13, 16>(self.cmd_skip.val() >> 3_u64);
                     self.shift.d.next = bit_cast::<3, 16>(self.cmd_skip.val());
                     self.remaining.d.next = self.cmd_len.val();
@@ -119,31 +169,37 @@ impl Logic for RxPayload {
             Phase::Skip => {
                 // Drop whole header beats; the beat holding the first payload byte becomes the
                 // carry (its bytes from `shift` on are payload).
-                self.s_tready.next = true;
-                if self.s_tvalid.val() {
-                    if self.skip_beats.q.val() == 0_u64 {
-                        self.carry.d.next = self.s_tdata.val();
-                        self.carry_bytes.d.next =
-                            bits::<4>(8) - bit_cast::<4, 3>(self.shift.q.val());
-                        self.phase.d.next = Phase::Emit;
-                    } else {
-                        self.skip_beats.d.next = self.skip_beats.q.val() - 1_u64;
-                    }
-                    if self.s_tlast.val() {
-                        self.in_last_seen.d.next = true;
-                        self.phase.d.next = Phase::Tail;
-                        if self.skip_beats.q.val() != 0_u64 {
-                            // Frame ended inside the headers: nothing to emit.
-                            self.remaining.d.next = 0.into();
+                if self.known.val() & !self.go_place.val() {
+                    // Discarded before the headers were through: swallow the frame.
+                    self.phase.d.next = Phase::Drain;
+                } else {
+                    self.s_tready.next = true;
+                    if self.s_tvalid.val() {
+                        if self.skip_beats.q.val() == 0_u64 {
+                            self.carry.d.next = self.s_tdata.val();
+                            self.carry_bytes.d.next =
+                                bits::<4>(8) - bit_cast::<4, 3>(self.shift.q.val());
+                            self.phase.d.next = Phase::Hold;
+                            if self.known.val() & !self.s_tlast.val() {
+                                self.phase.d.next = Phase::Emit;
+                            }
+                        } else {
+                            self.skip_beats.d.next = self.skip_beats.q.val() - 1_u64;
                         }
-                    }
-                    if !self.place.q.val() {
-                        self.phase.d.next = Phase::Drain;
                         if self.s_tlast.val() {
-                            self.phase.d.next = Phase::Idle;
+                            self.in_last_seen.d.next = true;
+                            self.phase.d.next = Phase::Hold;
+                            if self.skip_beats.q.val() != 0_u64 {
+                                // Frame ended inside the headers: nothing to emit.
+                                self.remaining.d.next = 0.into();
+                            }
                         }
                     }
                 }
+            }
+            Phase::Hold => {
+                // Headers skipped (or the frame is over): wait for the decision.
+                self.phase.d.next = self.after_headers.val();
             }
             Phase::Emit => {
                 // Enough bytes in the carry alone for the rest of the payload: finish from it.

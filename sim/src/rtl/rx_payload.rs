@@ -19,18 +19,20 @@ pub struct PayloadJob {
 /// The verilated extractor.
 pub struct RtlPayload {
     rtl: Rtl,
-    ports: [Port; 15],
+    ports: [Port; 17],
     cycles: u64,
 }
 
-const NAMES: [(&str, bool); 15] = [
+const NAMES: [(&str, bool); 17] = [
     ("clock", true),
     ("reset", true),
     ("cmd_valid", true),
     ("cmd_ready", false),
     ("cmd_skip", true),
     ("cmd_len", true),
-    ("cmd_place", true),
+    ("dec_valid", true),
+    ("dec_ready", false),
+    ("dec_place", true),
     ("s_tdata", true),
     ("s_tvalid", true),
     ("s_tlast", true),
@@ -45,7 +47,7 @@ impl RtlPayload {
     /// A reset extractor.
     pub fn new() -> Result<Self, RtlError> {
         let rtl = Rtl::new("rx_payload")?;
-        let mut ports = [rtl.port("clock", true)?; 15];
+        let mut ports = [rtl.port("clock", true)?; 17];
         for (i, (n, input)) in NAMES.iter().enumerate() {
             ports[i] = rtl.port(n, *input)?;
         }
@@ -88,11 +90,15 @@ impl RtlPayload {
     }
 
     /// Runs the jobs in order; returns the payload streamed for each placed job (each output
-    /// burst is cut at `tlast`). `stall` randomly withholds input beats and output readiness.
+    /// burst is cut at `tlast`). Each job's command is offered as soon as the previous one was
+    /// taken, its decision once its command was taken. `stall` randomly withholds input beats,
+    /// output readiness and decisions (so decisions arrive before, during and after the
+    /// header skip).
     pub fn run(&mut self, jobs: &[PayloadJob], mut stall: Option<&mut Rng>) -> Vec<Vec<u8>> {
         let mut outputs = Vec::new();
         let mut current = Vec::new();
         let mut cmd = 0;
+        let mut dec = 0;
         let beats: Vec<(usize, u64, bool)> = jobs
             .iter()
             .enumerate()
@@ -108,19 +114,26 @@ impl RtlPayload {
         let mut next = 0;
         let expected_outputs = jobs.iter().filter(|j| j.place && j.len > 0).count();
         for _ in 0..(beats.len() * 8 + 1000) {
-            if next >= beats.len() && outputs.len() == expected_outputs && cmd == jobs.len() {
+            if next >= beats.len()
+                && outputs.len() == expected_outputs
+                && cmd == jobs.len()
+                && dec == jobs.len()
+            {
                 break;
             }
             let hold = stall.as_deref_mut().is_some_and(|r| r.below(4) == 0);
             let block = stall.as_deref_mut().is_some_and(|r| r.below(4) == 0);
+            let late = stall.as_deref_mut().is_some_and(|r| r.below(3) != 0);
             if let Some(job) = jobs.get(cmd) {
                 self.set("cmd_valid", 1);
                 self.set("cmd_skip", job.skip as u64);
                 self.set("cmd_len", job.len as u64);
-                self.set("cmd_place", job.place as u64);
             } else {
                 self.set("cmd_valid", 0);
             }
+            let offer_dec = dec < cmd && !late;
+            self.set("dec_valid", offer_dec as u64);
+            self.set("dec_place", jobs.get(dec).is_some_and(|j| j.place) as u64);
             let beat = beats.get(next).copied();
             self.set("s_tvalid", (beat.is_some() && !hold) as u64);
             self.set("s_tdata", beat.map_or(0, |b| b.1));
@@ -128,6 +141,7 @@ impl RtlPayload {
             self.set("m_tready", !block as u64);
             self.rtl.eval();
             let took_cmd = cmd < jobs.len() && self.get("cmd_ready") == 1;
+            let took_dec = offer_dec && self.get("dec_ready") == 1;
             let took_beat = beat.is_some() && !hold && self.get("s_tready") == 1;
             if self.get("m_tvalid") == 1 && !block {
                 let data = self.get("m_tdata").to_le_bytes();
@@ -141,6 +155,9 @@ impl RtlPayload {
             self.edge();
             if took_cmd {
                 cmd += 1;
+            }
+            if took_dec {
+                dec += 1;
             }
             if took_beat {
                 next += 1;
