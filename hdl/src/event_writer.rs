@@ -5,6 +5,9 @@
 //! `EventOverflow`. With no ring configured (`EVQ_LOG_SIZE = 0`) events wait in their engines.
 //!
 //! The receive engine's port has priority; each event is eight 64-bit beats of one DMA write.
+//! One event waits in an input register while the one before is written, and is taken up in the
+//! cycle that write completes, so an event costs ten cycles (request, eight beats, completion)
+//! and a completion per minimum-size packet keeps up with the line.
 
 use crate::constants;
 use ferroce_proto::hsi::{Counter, EVENT_LEN};
@@ -22,7 +25,6 @@ constants!(
 #[derive(LogicState, Debug, Copy, Clone, PartialEq)]
 enum EvSt {
     Idle,
-    Check,
     Request,
     Data,
     Wait,
@@ -87,17 +89,23 @@ pub struct EventWriter {
     k: EvConsts,
     state: DFF<EvSt>,
     ev: DFF<Bits<512>>,
+    // The next event, taken from an engine while `ev` is being written.
+    pend: DFF<Bit>,
+    ev_next: DFF<Bits<512>>,
     tail: DFF<Bits<32>>,
     beat: DFF<Bits<3>>,
     addr: DFF<Bits<64>>,
     size: Signal<Local, Bits<33>>,
+    // The tail (and fill) the next event sees: after a write completing this cycle.
+    tail_now: Signal<Local, Bits<32>>,
     fill: Signal<Local, Bits<32>>,
+    take: Signal<Local, Bit>,
 }
 
 impl Logic for EventWriter {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, ev, tail, beat, addr);
+        dff_setup!(self, clock, state, ev, pend, ev_next, tail, beat, addr);
         self.k.reset.next = self.reset.val();
         self.ev0_ready.next = false;
         self.ev1_ready.next = false;
@@ -110,37 +118,37 @@ impl Logic for EventWriter {
         self.wr_tlast.next = self.beat.q.val() == self.k.beats_last.val();
         self.cnt_valid.next = false;
         self.cnt_index.next = self.k.c_overflow.val();
-        self.busy.next = self.state.q.val() != EvSt::Idle;
+        self.busy.next = (self.state.q.val() != EvSt::Idle) | self.pend.q.val();
         self.size.next = 1_u64.to_bits::<33>() << self.evq_log_size.val();
+
+        // The input register takes an event whenever it is empty (the receive engine first).
+        if !self.pend.q.val() & (self.evq_log_size.val() != 0_u64) {
+            if self.ev0_valid.val() {
+                self.ev0_ready.next = true;
+                self.pend.d.next = true;
+                self.ev_next.d.next = self.ev0_data.val();
+            } else if self.ev1_valid.val() {
+                self.ev1_ready.next = true;
+                self.pend.d.next = true;
+                self.ev_next.d.next = self.ev1_data.val();
+            }
+        }
+
+        // The waiting event is taken up when the writer is idle, or in the cycle the write
+        // before it completes without a fault.
+        self.tail_now.next = self.tail.q.val();
+        self.take.next = false;
+        if self.state.q.val() == EvSt::Idle {
+            self.take.next = self.pend.q.val();
+        }
+        if (self.state.q.val() == EvSt::Wait) & self.wr_done.val() & !self.wr_error.val() {
+            self.tail_now.next = self.tail.q.val() + 1_u64;
+            self.take.next = self.pend.q.val();
+        }
         // 32-bit wrapping difference, as the model computes it.
-        self.fill.next = self.tail.q.val() - self.evq_head.val();
+        self.fill.next = self.tail_now.val() - self.evq_head.val();
+
         match self.state.q.val() {
-            EvSt::Idle => {
-                if self.evq_log_size.val() != 0_u64 {
-                    if self.ev0_valid.val() {
-                        self.ev0_ready.next = true;
-                        self.ev.d.next = self.ev0_data.val();
-                        self.state.d.next = EvSt::Check;
-                    } else if self.ev1_valid.val() {
-                        self.ev1_ready.next = true;
-                        self.ev.d.next = self.ev1_data.val();
-                        self.state.d.next = EvSt::Check;
-                    }
-                }
-            }
-            EvSt::Check => {
-                self.beat.d.next = 0.into();
-                self.addr.d.next = self.evq_base.val()
-                    + (bit_cast::<64, 32>(
-                        self.tail.q.val() & (self.size.val().get_bits::<32>(0) - 1_u64),
-                    ) << 6_u64);
-                if bit_cast::<33, 32>(self.fill.val()) >= self.size.val() {
-                    self.cnt_valid.next = true;
-                    self.state.d.next = EvSt::Idle;
-                } else {
-                    self.state.d.next = EvSt::Request;
-                }
-            }
             EvSt::Request => {
                 self.wr_valid.next = true;
                 if self.wr_ready.val() {
@@ -167,8 +175,22 @@ impl Logic for EventWriter {
                     self.state.d.next = EvSt::Idle;
                 }
             }
-            _ => {
+            _ => {}
+        }
+        if self.take.val() {
+            // A full ring drops the event (counted); otherwise it goes to slot `tail`.
+            self.pend.d.next = false;
+            self.ev.d.next = self.ev_next.q.val();
+            self.beat.d.next = 0.into();
+            self.addr.d.next = self.evq_base.val()
+                + (bit_cast::<64, 32>(
+                    self.tail_now.val() & (self.size.val().get_bits::<32>(0) - 1_u64),
+                ) << 6_u64);
+            if bit_cast::<33, 32>(self.fill.val()) >= self.size.val() {
+                self.cnt_valid.next = true;
                 self.state.d.next = EvSt::Idle;
+            } else {
+                self.state.d.next = EvSt::Request;
             }
         }
         if self.evq_reset.val() {
@@ -176,6 +198,7 @@ impl Logic for EventWriter {
         }
         if self.reset.val() {
             self.state.d.next = EvSt::Idle;
+            self.pend.d.next = false;
             self.tail.d.next = 0.into();
         }
     }

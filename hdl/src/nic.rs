@@ -170,6 +170,13 @@ pub struct NicCore {
     parser: RxParser,
     buffer: SynchronousFIFO<Bits<65>, 11, 12, 1>,
     results: SynchronousFIFO<Bits<RES_BITS>, 3, 4, 4>,
+    // Each frame's header length and payload length, written with its parse result: the
+    // payload extractor's own copy, so it moves on to the next frame without waiting for the
+    // engine to take it up (the engine only decides place or discard).
+    cuts: SynchronousFIFO<Bits<32>, 4, 5, 4>,
+    // The engine's place/discard decisions, in frame order, until the extractor reaches the
+    // frame: the engine does not wait for the extractor to finish the frames before.
+    decisions: SynchronousFIFO<Bits<2>, 3, 4, 1>,
     engine: RxEngine,
     payload: RxPayload,
     tx: TxEngine<CONN_BITS>,
@@ -188,7 +195,8 @@ impl Logic for NicCore {
     fn update(&mut self) {
         dff_setup!(self, clock, in_frame);
         clock!(
-            self, clock, parser, buffer, results, engine, payload, tx, builder, events, regs
+            self, clock, parser, buffer, results, cuts, decisions, engine, payload, tx, builder,
+            events, regs
         );
         self.parser.reset.next = self.reset.val();
         self.k.reset.next = self.reset.val();
@@ -200,7 +208,9 @@ impl Logic for NicCore {
         self.regs.reset.next = self.reset.val();
 
         // ---- Receive: parser and packet buffer see the same accepted beats.
-        self.rx_ready.next = !self.buffer.almost_full.val() & !self.results.almost_full.val();
+        self.rx_ready.next = !self.buffer.almost_full.val()
+            & !self.results.almost_full.val()
+            & !self.cuts.almost_full.val();
         self.rx_take.next = self.s_tvalid.val() & self.rx_ready.val();
         self.s_tready.next = self.rx_ready.val();
         self.parser.s_tdata.next = self.s_tdata.val();
@@ -233,6 +243,9 @@ impl Logic for NicCore {
             | (bit_cast::<RES_BITS, 384>(self.parser.out_th.val()) << 401_u64)
             | (bit_cast::<RES_BITS, 16>(self.parser.out_payload_offset.val()) << 785_u64)
             | (bit_cast::<RES_BITS, 16>(self.parser.out_payload_len.val()) << 801_u64);
+        self.cuts.write.next = self.parser.out_valid.val();
+        self.cuts.data_in.next = bit_cast::<32, 16>(self.parser.out_payload_offset.val())
+            | (bit_cast::<32, 16>(self.parser.out_payload_len.val()) << 16_u64);
         self.res.next = self.results.data_out.val();
         self.engine.pr_valid.next = !self.results.empty.val();
         self.results.read.next = self.engine.pr_pop.val();
@@ -258,13 +271,16 @@ impl Logic for NicCore {
         self.engine.now_ns.next = self.now_ns.val();
 
         // Payload extractor between the packet buffer and DMA write 0.
-        self.payload.cmd_valid.next = self.engine.pc_valid.val();
-        self.engine.pc_ready.next = self.payload.cmd_ready.val();
-        self.payload.cmd_skip.next = self.engine.pc_skip.val();
-        self.payload.cmd_len.next = self.engine.pc_len.val();
-        self.payload.dec_valid.next = self.engine.pd_valid.val();
-        self.engine.pd_ready.next = self.payload.dec_ready.val();
-        self.payload.dec_place.next = self.engine.pd_place.val();
+        self.payload.cmd_valid.next = !self.cuts.empty.val();
+        self.cuts.read.next = self.payload.cmd_ready.val() & !self.cuts.empty.val();
+        self.payload.cmd_skip.next = self.cuts.data_out.val().get_bits::<16>(0);
+        self.payload.cmd_len.next = self.cuts.data_out.val().get_bits::<16>(16);
+        self.decisions.write.next = self.engine.pd_valid.val() & !self.decisions.full.val();
+        self.decisions.data_in.next = bit_cast::<2, 1>(self.engine.pd_place.val().into());
+        self.engine.pd_ready.next = !self.decisions.full.val();
+        self.payload.dec_valid.next = !self.decisions.empty.val();
+        self.payload.dec_place.next = self.decisions.data_out.val().get_bit(0);
+        self.decisions.read.next = self.payload.dec_ready.val() & !self.decisions.empty.val();
         self.payload.s_tdata.next = self.buffer.data_out.val().get_bits::<64>(0);
         self.payload.s_tlast.next = self.buffer.data_out.val().get_bit(64);
         self.payload.s_tvalid.next = !self.buffer.empty.val();

@@ -10,8 +10,10 @@
 //! the block takes no further read or write, so a read of `TABLE_STATUS` right after the
 //! command returns its final status (as in the model, where commands complete at once).
 //!
-//! Counters live in a block RAM (36 × 64 bits) updated by read-modify-write, three cycles per
-//! operation. Three increment ports (receive engine, transmit engine, event writer) each feed a
+//! Counters live in a block RAM (36 × 64 bits) updated by a two-stage read-modify-write
+//! pipeline that takes one operation (increment, clear or read) per cycle: the word read in the
+//! first stage is replaced by the one written in the cycle before when both name the same
+//! counter. Three increment ports (receive engine, transmit engine, event writer) each feed a
 //! 16-deep FIFO; a port may offer one increment per cycle.
 
 use crate::constants;
@@ -73,13 +75,6 @@ constants!(
         ctl_tx / k_ctl_tx: 32 = regs::CONTROL_TX_ENABLE,
     }
 );
-
-#[derive(LogicState, Debug, Copy, Clone, PartialEq)]
-enum CntSt {
-    Idle,
-    Wait,
-    Exec,
-}
 
 /// The register block.
 #[derive(LogicBlock, Default)]
@@ -227,10 +222,18 @@ pub struct RegisterBlock {
     rd_high: DFF<Bit>,
     clear_pending: DFF<Bit>,
     clear_index: DFF<Bits<6>>,
-    cst: DFF<CntSt>,
-    c_op_read: DFF<Bit>,
+    // Counter pipeline: the operation whose RAM word arrives this cycle...
+    p_valid: DFF<Bit>,
+    p_read: DFF<Bit>,
+    p_clear: DFF<Bit>,
+    p_index: DFF<Bits<6>>,
+    p_amount: DFF<Bits<16>>,
+    // ...and the word written in the cycle before (the RAM returns the old one for it).
+    fw_valid: DFF<Bit>,
+    fw_index: DFF<Bits<6>>,
+    fw_value: DFF<Bits<64>>,
+    // The counter a pending AXI read asks for.
     c_index: DFF<Bits<6>>,
-    c_amount: DFF<Bits<16>>,
     tx_reset_q: DFF<Bit>,
     ev_reset_q: DFF<Bit>,
 
@@ -238,6 +241,8 @@ pub struct RegisterBlock {
     do_read: Signal<Local, Bit>,
     rd: Signal<Local, Bits<32>>,
     rd_counter: Signal<Local, Bit>,
+    c_base: Signal<Local, Bits<64>>,
+    c_new: Signal<Local, Bits<64>>,
     wa: Signal<Local, Bits<16>>,
     wd: Signal<Local, Bits<32>>,
     ra: Signal<Local, Bits<16>>,
@@ -277,10 +282,15 @@ impl Logic for RegisterBlock {
             rd_high,
             clear_pending,
             clear_index,
-            cst,
-            c_op_read,
+            p_valid,
+            p_read,
+            p_clear,
+            p_index,
+            p_amount,
+            fw_valid,
+            fw_index,
+            fw_value,
             c_index,
-            c_amount,
             tx_reset_q,
             ev_reset_q
         );
@@ -328,7 +338,8 @@ impl Logic for RegisterBlock {
         self.cnt_busy.next = !self.q0.empty.val()
             | !self.q1.empty.val()
             | !self.q2.empty.val()
-            | self.clear_pending.q.val();
+            | self.clear_pending.q.val()
+            | self.p_valid.q.val();
 
         // ---- AXI4-Lite.
         self.s_awready.next = false;
@@ -559,63 +570,68 @@ impl Logic for RegisterBlock {
             }
         }
 
-        // ---- Counter unit: clear, read or increment, two cycles each.
-        self.counters.read_address.next = self.c_index.q.val();
-        self.counters.write_address.next = self.c_index.q.val();
-        self.counters.write_data.next =
-            self.counters.read_data.val() + bit_cast::<64, 16>(self.c_amount.q.val());
+        // ---- Counter pipeline. Second stage: the word of the operation issued last cycle.
+        self.counters.write_address.next = self.p_index.q.val();
         self.counters.write_enable.next = false;
-        match self.cst.q.val() {
-            CntSt::Idle => {
-                if self.clear_pending.q.val() {
-                    self.counters.write_address.next = self.clear_index.q.val();
-                    self.counters.write_data.next = 0.into();
-                    self.counters.write_enable.next = true;
-                    self.clear_pending.d.next = false;
-                } else if self.rd_wait.q.val() {
-                    self.c_op_read.d.next = true;
-                    self.cst.d.next = CntSt::Wait;
-                } else if !self.q0.empty.val() {
-                    self.q0.read.next = true;
-                    self.c_op_read.d.next = false;
-                    self.c_index.d.next = self.q0.data_out.val().get_bits::<6>(0);
-                    self.c_amount.d.next = self.q0.data_out.val().get_bits::<16>(6);
-                    self.cst.d.next = CntSt::Wait;
-                } else if !self.q1.empty.val() {
-                    self.q1.read.next = true;
-                    self.c_op_read.d.next = false;
-                    self.c_index.d.next = self.q1.data_out.val().get_bits::<6>(0);
-                    self.c_amount.d.next = self.q1.data_out.val().get_bits::<16>(6);
-                    self.cst.d.next = CntSt::Wait;
-                } else if !self.q2.empty.val() {
-                    self.q2.read.next = true;
-                    self.c_op_read.d.next = false;
-                    self.c_index.d.next = self.q2.data_out.val().get_bits::<6>(0);
-                    self.c_amount.d.next = self.q2.data_out.val().get_bits::<16>(6);
-                    self.cst.d.next = CntSt::Wait;
+        self.c_base.next = self.counters.read_data.val();
+        if self.fw_valid.q.val() & (self.fw_index.q.val() == self.p_index.q.val()) {
+            self.c_base.next = self.fw_value.q.val();
+        }
+        self.c_new.next = self.c_base.val() + bit_cast::<64, 16>(self.p_amount.q.val());
+        if self.p_clear.q.val() {
+            self.c_new.next = 0.into();
+        }
+        self.counters.write_data.next = self.c_new.val();
+        self.fw_valid.d.next = false;
+        self.fw_index.d.next = self.p_index.q.val();
+        self.fw_value.d.next = self.c_new.val();
+        if self.p_valid.q.val() {
+            if self.p_read.q.val() {
+                self.rd_wait.d.next = false;
+                self.rvalid.d.next = true;
+                self.rdata.d.next = self.c_base.val().get_bits::<32>(0);
+                if self.rd_high.q.val() {
+                    self.rdata.d.next = self.c_base.val().get_bits::<32>(32);
                 }
+            } else {
+                self.counters.write_enable.next = true;
+                self.fw_valid.d.next = true;
             }
-            CntSt::Wait => {
-                // `c_index` reaches the RAM's address this cycle; its word arrives next.
-                self.cst.d.next = CntSt::Exec;
-            }
-            CntSt::Exec => {
-                // The RAM has read `c_index` (set on entry); write back or answer the read.
-                if self.c_op_read.q.val() {
-                    self.rd_wait.d.next = false;
-                    self.rvalid.d.next = true;
-                    self.rdata.d.next = self.counters.read_data.val().get_bits::<32>(0);
-                    if self.rd_high.q.val() {
-                        self.rdata.d.next = self.counters.read_data.val().get_bits::<32>(32);
-                    }
-                } else {
-                    self.counters.write_enable.next = true;
-                }
-                self.cst.d.next = CntSt::Idle;
-            }
-            _ => {
-                self.cst.d.next = CntSt::Idle;
-            }
+        }
+        // First stage: issue the next operation (the RAM reads its counter at the clock edge).
+        self.p_valid.d.next = false;
+        self.p_read.d.next = false;
+        self.p_clear.d.next = false;
+        self.p_amount.d.next = 0.into();
+        self.counters.read_address.next = self.c_index.q.val();
+        if self.clear_pending.q.val() {
+            self.clear_pending.d.next = false;
+            self.p_valid.d.next = true;
+            self.p_clear.d.next = true;
+            self.p_index.d.next = self.clear_index.q.val();
+            self.counters.read_address.next = self.clear_index.q.val();
+        } else if self.rd_wait.q.val() & !(self.p_valid.q.val() & self.p_read.q.val()) {
+            self.p_valid.d.next = true;
+            self.p_read.d.next = true;
+            self.p_index.d.next = self.c_index.q.val();
+        } else if !self.q0.empty.val() {
+            self.q0.read.next = true;
+            self.p_valid.d.next = true;
+            self.p_index.d.next = self.q0.data_out.val().get_bits::<6>(0);
+            self.p_amount.d.next = self.q0.data_out.val().get_bits::<16>(6);
+            self.counters.read_address.next = self.q0.data_out.val().get_bits::<6>(0);
+        } else if !self.q1.empty.val() {
+            self.q1.read.next = true;
+            self.p_valid.d.next = true;
+            self.p_index.d.next = self.q1.data_out.val().get_bits::<6>(0);
+            self.p_amount.d.next = self.q1.data_out.val().get_bits::<16>(6);
+            self.counters.read_address.next = self.q1.data_out.val().get_bits::<6>(0);
+        } else if !self.q2.empty.val() {
+            self.q2.read.next = true;
+            self.p_valid.d.next = true;
+            self.p_index.d.next = self.q2.data_out.val().get_bits::<6>(0);
+            self.p_amount.d.next = self.q2.data_out.val().get_bits::<16>(6);
+            self.counters.read_address.next = self.q2.data_out.val().get_bits::<6>(0);
         }
 
         if self.reset.val() {
@@ -638,7 +654,7 @@ impl Logic for RegisterBlock {
             self.rvalid.d.next = false;
             self.rd_wait.d.next = false;
             self.clear_pending.d.next = false;
-            self.cst.d.next = CntSt::Idle;
+            self.p_valid.d.next = false;
             self.tx_reset_q.d.next = true;
             self.ev_reset_q.d.next = true;
         }

@@ -203,7 +203,6 @@ enum St {
     ClsWait,
     Decide1,
     Decide2,
-    Decide3,
     Nak,
     Place,
     WrWait,
@@ -289,16 +288,8 @@ pub struct RxEngine {
     /// Payload length.
     pub pr_payload_len: Signal<In, Bits<16>>,
 
-    /// Payload extractor command offered (as soon as the frame is taken up, so the extractor
-    /// skips the headers while the engine decides).
-    pub pc_valid: Signal<Out, Bit>,
-    /// Payload extractor takes the command.
-    pub pc_ready: Signal<In, Bit>,
-    /// Bytes to skip (the headers).
-    pub pc_skip: Signal<Out, Bits<16>>,
-    /// Payload bytes to deliver.
-    pub pc_len: Signal<Out, Bits<16>>,
-    /// The decision for the frame is offered (after its command).
+    /// The payload extractor's decision for the frame is offered (the extractor has the
+    /// frame's header and payload lengths from its own queue and skips the headers meanwhile).
     pub pd_valid: Signal<Out, Bit>,
     /// The extractor takes the decision.
     pub pd_ready: Signal<In, Bit>,
@@ -421,7 +412,6 @@ pub struct RxEngine {
     st_code: DFF<Bits<2>>,
     place_addr: DFF<Bits<64>>,
     wr_sent: DFF<Bit>,
-    pc_sent: DFF<Bit>,
     pd_sent: DFF<Bit>,
     // A classify is under way / its result has been taken (into `sack_class` etc.).
     cls_wait: DFF<Bit>,
@@ -512,13 +502,16 @@ pub struct RxEngine {
     rc_tag_sum: Signal<Local, Bits<17>>,
     after_nak: Signal<Local, St>,
     cls_ready: Signal<Local, Bit>,
+    ack_th: Signal<Local, Bits<384>>,
+    cls_distance: Signal<Local, Bits<9>>,
+    acc_ready: Signal<Local, Bit>,
+    acc_unacked_v: Signal<Local, Bits<16>>,
     after_ack: Signal<Local, St>,
     after_account: Signal<Local, St>,
     cls_class: Signal<Local, Bits<2>>,
     meta_fresh: Signal<Local, Bits<160>>,
     meta_fresh_refused: Signal<Local, Bits<160>>,
     take_frame: Signal<Local, Bit>,
-    in_frame: Signal<Local, Bit>,
     ack_ece: Signal<Local, Bit>,
 }
 
@@ -555,7 +548,6 @@ impl Logic for RxEngine {
             st_code,
             place_addr,
             wr_sent,
-            pc_sent,
             pd_sent,
             cls_wait,
             cls_done,
@@ -632,9 +624,6 @@ impl Logic for RxEngine {
 
         // Outputs default.
         self.pr_pop.next = false;
-        self.pc_valid.next = false;
-        self.pc_skip.next = self.pr_payload_offset.val();
-        self.pc_len.next = self.pr_payload_len.val();
         self.pd_valid.next = false;
         self.pd_place.next = false;
         self.wr_valid.next = false;
@@ -807,6 +796,19 @@ impl Logic for RxEngine {
                     << (120 - 8 * i).to_bits::<7>());
         }
         self.ev_w.next = 0.into();
+        // The ACK's transport header from the flow-table result on display (after an ACK step,
+        // or after the accept that an ACK follows: the same state).
+        self.ack_th.next = (bit_cast::<384, 16>(self.ack_flow.q.val()) << self.k.sh_a_flow.val())
+            | (bit_cast::<384, 16>(self.ft.res_ce.val()) << self.k.sh_a_ce.val())
+            | (bit_cast::<384, 16>(self.meta.q.val().get_bits::<16>(0))
+                << self.k.sh_a_refused.val())
+            | (bit_cast::<384, 32>(self.rate.q.val()) << self.k.sh_a_rate.val())
+            | (bit_cast::<384, 32>(self.ack_ts.q.val()) << self.k.sh_a_ts.val())
+            | (bit_cast::<384, 256>(self.swap_out.val()) << self.k.sh_a_sack.val());
+        if self.ft.res_ce.val() != 0_u64 {
+            self.ack_th.next = self.ack_th.val()
+                | (bit_cast::<384, 8>(self.k.ack_flag_ece.val()) << self.k.sh_a_flags.val());
+        }
 
         // Parse error code → its drop counter.
         self.err_cnt.next = self.k.e_bad_icrc.val();
@@ -913,7 +915,9 @@ impl Logic for RxEngine {
         self.cls_ready.next =
             self.cls_done.q.val() | (self.cls_wait.q.val() & self.ft.res_valid.val());
         self.cls_class.next = self.sack_class.q.val();
+        self.cls_distance.next = self.distance.q.val();
         if self.cls_wait.q.val() & self.ft.res_valid.val() {
+            self.cls_distance.next = self.ft.res_distance.val();
             self.cls_wait.d.next = false;
             self.cls_done.d.next = true;
             self.cls_class.next = self.ft.res_class.val();
@@ -932,31 +936,17 @@ impl Logic for RxEngine {
         self.take_frame.next = self.pr_valid.val()
             & !self.tc_valid.val()
             & !((self.armed_count.q.val() != 0_u64) & (self.now_ns.val() >= self.min_due.q.val()));
-        self.in_frame.next = (self.state.q.val() != St::Idle)
-            & !self.scanning.q.val()
-            & (self.state.q.val() != St::ScanRead)
-            & (self.state.q.val() != St::ScanCheck)
-            & (self.state.q.val() != St::ScanConn)
-            & (self.state.q.val() != St::ScanWb)
-            & (self.state.q.val() != St::ScanNext)
-            & (self.state.q.val() != St::TblStart)
-            & (self.state.q.val() != St::TblRead)
-            & (self.state.q.val() != St::TblFlowMeta)
-            & (self.state.q.val() != St::TblFlowWait)
-            & (self.state.q.val() != St::TblReset)
-            & (self.state.q.val() != St::TblDone)
-            & (self.state.q.val() != St::TblGap);
         if self.wr_done.val() {
             self.wr_done_q.d.next = true;
             self.wr_error_q.d.next = self.wr_error.val();
         }
 
         // ---- The SACK accept of a consumed packet runs beside placement: it is issued as soon
-        // as the decision is made and its result (the unacknowledged count for the ACK policy)
-        // is kept for the Accept state. The states it may overlap never use the flow table.
+        // as the class is known (from ClsWait, below, or here if the table was busy) and its
+        // result (the unacknowledged count for the ACK policy) is kept for the Accept state.
+        // The states it may overlap never use the flow table.
         if self.acc_pending.q.val()
-            & ((self.state.q.val() == St::Decide3)
-                | (self.state.q.val() == St::Nak)
+            & ((self.state.q.val() == St::Nak)
                 | (self.state.q.val() == St::Place)
                 | (self.state.q.val() == St::WrWait)
                 | (self.state.q.val() == St::Account)
@@ -971,10 +961,14 @@ impl Logic for RxEngine {
                 self.acc_wait.d.next = true;
             }
         }
+        self.acc_ready.next = self.acc_done.q.val();
+        self.acc_unacked_v.next = self.acc_unacked.q.val();
         if self.acc_wait.q.val() & self.ft.res_valid.val() {
             self.acc_wait.d.next = false;
             self.acc_done.d.next = true;
             self.acc_unacked.d.next = self.ft.res_unacked.val();
+            self.acc_ready.next = true;
+            self.acc_unacked_v.next = self.ft.res_unacked.val();
         }
 
         // ---- The machine.
@@ -991,7 +985,6 @@ impl Logic for RxEngine {
                     self.f_ack.d.next = false;
                     self.st_some.d.next = false;
                     self.wr_sent.d.next = false;
-                    self.pc_sent.d.next = false;
                     self.pd_sent.d.next = false;
                     self.wr_done_q.d.next = false;
                     self.cls_wait.d.next = false;
@@ -1176,7 +1169,17 @@ impl Logic for RxEngine {
                             self.f_ack.d.next = true;
                             self.state.d.next = St::AckCmd;
                         } else if self.cls_class.val() == self.k.cls_new.val() {
-                            self.acc_pending.d.next = self.f_accept.q.val();
+                            // A consumed packet's SACK accept starts at once.
+                            if self.f_accept.q.val() {
+                                self.ft.cmd_valid.next = true;
+                                self.ft.cmd_op.next = self.k.ft_accept.val();
+                                self.ft.cmd_distance.next = self.cls_distance.val();
+                                if self.ft.cmd_ready.val() {
+                                    self.acc_wait.d.next = true;
+                                } else {
+                                    self.acc_pending.d.next = true;
+                                }
+                            }
                             self.state.d.next = self.after_nak.val();
                             if self.f_nak.q.val() {
                                 self.state.d.next = St::Nak;
@@ -1267,7 +1270,33 @@ impl Logic for RxEngine {
                         self.f_account.d.next = true;
                         self.f_accept.d.next = true;
                         if self.d_is_write.val() {
-                            self.state.d.next = St::Decide3;
+                            // The region checks (its entry was read with the slot's).
+                            self.place_addr.d.next = self.d_va.val();
+                            if (((self.d_rkey.val() >> 8_u64) >> self.k.region_bits.val()) != 0_u64)
+                                | !self.rg.val().get_bit(0)
+                                | (self.rg.val().get_bits::<8>(8)
+                                    != self.d_rkey.val().get_bits::<8>(0))
+                            {
+                                self.verdict.d.next = self.k.c_bad_rkey.val();
+                            } else if (self.rg.val().get_bits::<8>(16) & self.k.access_rw.val())
+                                == 0_u64
+                            {
+                                self.verdict.d.next = self.k.c_denied.val();
+                            } else if (bit_cast::<65, 64>(self.d_va.val())
+                                < bit_cast::<65, 64>(self.rg.val().get_bits::<64>(32)))
+                                | (self.va_end.val() > self.rg_end.val())
+                            {
+                                self.verdict.d.next = self.k.c_oob.val();
+                            } else {
+                                self.f_place.d.next = true;
+                            }
+                            if !self.f_place.d.val() {
+                                self.f_nak.d.next = true;
+                                self.nak_reason.d.next = self.k.nak_access.val();
+                                self.meta.d.next = self.meta_refused.val();
+                                self.st_some.d.next = true;
+                                self.st_code.d.next = self.k.st_access.val();
+                            }
                         } else if self.d_end.val()
                             > bit_cast::<33, 32>(self.rb_w.val().get_bits::<32>(128))
                         {
@@ -1282,32 +1311,6 @@ impl Logic for RxEngine {
                             self.place_addr.d.next = self.rb_w.val().get_bits::<64>(64)
                                 + bit_cast::<64, 32>(self.d_offset.val());
                         }
-                    }
-                }
-                St::Decide3 => {
-                    self.state.d.next = St::ClsWait;
-                    self.place_addr.d.next = self.d_va.val();
-                    if (((self.d_rkey.val() >> 8_u64) >> self.k.region_bits.val()) != 0_u64)
-                        | !self.rg.val().get_bit(0)
-                        | (self.rg.val().get_bits::<8>(8) != self.d_rkey.val().get_bits::<8>(0))
-                    {
-                        self.verdict.d.next = self.k.c_bad_rkey.val();
-                    } else if (self.rg.val().get_bits::<8>(16) & self.k.access_rw.val()) == 0_u64 {
-                        self.verdict.d.next = self.k.c_denied.val();
-                    } else if (bit_cast::<65, 64>(self.d_va.val())
-                        < bit_cast::<65, 64>(self.rg.val().get_bits::<64>(32)))
-                        | (self.va_end.val() > self.rg_end.val())
-                    {
-                        self.verdict.d.next = self.k.c_oob.val();
-                    } else {
-                        self.f_place.d.next = true;
-                    }
-                    if !self.f_place.d.val() {
-                        self.f_nak.d.next = true;
-                        self.nak_reason.d.next = self.k.nak_access.val();
-                        self.meta.d.next = self.meta_refused.val();
-                        self.st_some.d.next = true;
-                        self.st_code.d.next = self.k.st_access.val();
                     }
                 }
                 St::Nak => {
@@ -1335,7 +1338,7 @@ impl Logic for RxEngine {
                     // The write request and the "place" decision (the extractor has skipped
                     // the headers meanwhile); the data streams while the engine goes on.
                     self.wr_valid.next = !self.wr_sent.q.val();
-                    self.pd_valid.next = self.pc_sent.q.val() & !self.pd_sent.q.val();
+                    self.pd_valid.next = !self.pd_sent.q.val();
                     self.pd_place.next = self.pr_payload_len.val() != 0_u64;
                     if self.wr_ready.val() {
                         self.wr_sent.d.next = true;
@@ -1412,8 +1415,13 @@ impl Logic for RxEngine {
                                     | (bit_cast::<512, 2>(self.new_slot.val().get_bits::<2>(17))
                                         << 8_u64);
                             }
+                            // Offered at once; held in `ev` for CplEvent if not taken.
                             self.ev.d.next = self.ev_w.val();
-                            self.state.d.next = St::CplEvent;
+                            self.ev_valid.next = true;
+                            self.ev_data.next = self.ev_w.val();
+                            if !self.ev_ready.val() {
+                                self.state.d.next = St::CplEvent;
+                            }
                         }
                         self.slot_ram.write_enable.next = true;
                         self.slot_ram.write_data.next = self.new_slot.val();
@@ -1431,19 +1439,35 @@ impl Logic for RxEngine {
                         if self.f_ack.q.val() {
                             self.state.d.next = St::AckCmd;
                         }
-                    } else if self.acc_done.q.val() {
+                    } else if self.acc_ready.val() {
                         // The accept issued at the decision has finished (see above).
                         self.acc_done.d.next = false;
                         self.state.d.next = self.after_ack.val();
                         if self.pr_ack_req.val()
                             | self.d_ce.val()
                             | self.opens_gap.q.val()
-                            | (bit_cast::<32, 16>(self.acc_unacked.q.val())
+                            | (bit_cast::<32, 16>(self.acc_unacked_v.val())
                                 >= self.ack_coalesce.val())
                         {
+                            // The accept's result is what the ACK reports: build the ACK from it
+                            // and clear the flow's pending counters beside (the table is free).
                             self.f_ack.d.next = true;
                             self.state.d.next = St::AckCmd;
-                        } else if (self.acc_unacked.q.val() == 1_u64)
+                            self.ft.cmd_valid.next = true;
+                            self.ft.cmd_op.next = self.k.ft_ack.val();
+                            if self.ft.cmd_ready.val() {
+                                self.f_ack.d.next = false;
+                                self.a_opcode_q.d.next = self.k.op_ack.val();
+                                self.a_psn_q.d.next = self.ft.res_cum.val();
+                                self.a_src_port_q.d.next = self.ack_entropy.q.val();
+                                self.a_th_len_q.d.next = self.k.ack_len.val();
+                                self.a_th_q.d.next = self.ack_th.val();
+                                // The ACK covers everything: the timer has nothing left to do.
+                                self.meta.d.next =
+                                    self.meta.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
+                                self.state.d.next = St::AckSend;
+                            }
+                        } else if (self.acc_unacked_v.val() == 1_u64)
                             & (self.ack_delay.val() != 0_u64)
                         {
                             // The oldest packet the next ACK will cover: start the ACK timer.
@@ -1481,19 +1505,7 @@ impl Logic for RxEngine {
                         self.a_psn_q.d.next = self.ft.res_cum.val();
                         self.a_src_port_q.d.next = self.ack_entropy.q.val();
                         self.a_th_len_q.d.next = self.k.ack_len.val();
-                        self.a_th_q.d.next = (bit_cast::<384, 16>(self.ack_flow.q.val())
-                            << self.k.sh_a_flow.val())
-                            | (bit_cast::<384, 16>(self.ft.res_ce.val()) << self.k.sh_a_ce.val())
-                            | (bit_cast::<384, 16>(self.meta.q.val().get_bits::<16>(0))
-                                << self.k.sh_a_refused.val())
-                            | (bit_cast::<384, 32>(self.rate.q.val()) << self.k.sh_a_rate.val())
-                            | (bit_cast::<384, 32>(self.ack_ts.q.val()) << self.k.sh_a_ts.val())
-                            | (bit_cast::<384, 256>(self.swap_out.val()) << self.k.sh_a_sack.val());
-                        if self.ft.res_ce.val() != 0_u64 {
-                            self.a_th_q.d.next = self.a_th_q.d.val()
-                                | (bit_cast::<384, 8>(self.k.ack_flag_ece.val())
-                                    << self.k.sh_a_flags.val());
-                        }
+                        self.a_th_q.d.next = self.ack_th.val();
                         // The ACK covers everything: the timer has nothing left to do.
                         self.meta.d.next = self.meta.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
                         self.state.d.next = St::AckSend;
@@ -1525,7 +1537,7 @@ impl Logic for RxEngine {
                         self.armed_count.d.next = self.armed_count.q.val() - 1_u64;
                     }
                     // Then finish the frame, in this cycle if the extractor allows.
-                    self.pd_valid.next = self.pc_sent.q.val() & !self.pd_sent.q.val();
+                    self.pd_valid.next = !self.pd_sent.q.val();
                     if self.pd_valid.val() & self.pd_ready.val() {
                         self.pd_sent.d.next = true;
                     }
@@ -1539,7 +1551,7 @@ impl Logic for RxEngine {
                 }
                 St::Finish => {
                     // Every frame gets exactly one payload decision: discard unless placed.
-                    self.pd_valid.next = self.pc_sent.q.val() & !self.pd_sent.q.val();
+                    self.pd_valid.next = !self.pd_sent.q.val();
                     if self.pd_valid.val() & self.pd_ready.val() {
                         self.pd_sent.d.next = true;
                     }
@@ -1753,16 +1765,6 @@ impl Logic for RxEngine {
                 _ => {
                     self.state.d.next = St::Idle;
                 }
-            }
-        }
-        // The payload extractor's command goes out as soon as a frame is taken up (after
-        // Idle's bookkeeping above, which it overrides).
-        if ((self.state.q.val() == St::Idle) & (self.hold.q.val() == 0_u64) & self.take_frame.val())
-            | (self.in_frame.val() & !self.pc_sent.q.val())
-        {
-            self.pc_valid.next = true;
-            if self.pc_ready.val() {
-                self.pc_sent.d.next = true;
             }
         }
         if self.reset.val() {

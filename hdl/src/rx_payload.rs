@@ -170,8 +170,15 @@ impl Logic for RxPayload {
                 // Drop whole header beats; the beat holding the first payload byte becomes the
                 // carry (its bytes from `shift` on are payload).
                 if self.known.val() & !self.go_place.val() {
-                    // Discarded before the headers were through: swallow the frame.
-                    self.phase.d.next = Phase::Drain;
+                    // Discarded before the headers were through: swallow the frame, starting
+                    // with this beat.
+                    self.s_tready.next = true;
+                    if self.s_tvalid.val() {
+                        self.phase.d.next = Phase::Drain;
+                        if self.s_tlast.val() {
+                            self.phase.d.next = Phase::Idle;
+                        }
+                    }
                 } else {
                     self.s_tready.next = true;
                     if self.s_tvalid.val() {
@@ -189,6 +196,12 @@ impl Logic for RxPayload {
                         if self.s_tlast.val() {
                             self.in_last_seen.d.next = true;
                             self.phase.d.next = Phase::Hold;
+                            if self.known.val() {
+                                self.phase.d.next = Phase::Idle;
+                                if self.go_place.val() {
+                                    self.phase.d.next = Phase::Tail;
+                                }
+                            }
                             if self.skip_beats.q.val() != 0_u64 {
                                 // Frame ended inside the headers: nothing to emit.
                                 self.remaining.d.next = 0.into();
@@ -259,6 +272,19 @@ impl Logic for RxPayload {
             }
             _ => {
                 self.phase.d.next = Phase::Idle;
+            }
+        }
+        // The cycle a frame finishes also takes the next command, so back-to-back frames
+        // leave no idle cycle between them.
+        if (self.phase.q.val() != Phase::Idle) & (self.phase.d.val() == Phase::Idle) {
+            self.cmd_ready.next = true;
+            if self.cmd_valid.val() {
+                self.decided.d.next = false;
+                self.skip_beats.d.next = bit_cast::<13, 16>(self.cmd_skip.val() >> 3_u64);
+                self.shift.d.next = bit_cast::<3, 16>(self.cmd_skip.val());
+                self.remaining.d.next = self.cmd_len.val();
+                self.in_last_seen.d.next = false;
+                self.phase.d.next = Phase::Skip;
             }
         }
         if self.reset.val() {

@@ -9,6 +9,9 @@
 //! buffer, Sends longer than their buffer, busy message slots, contradicting lengths, Tags and
 //! flows beyond the connection, unknown connections, wrong addresses; ACK, NAK and CM frames;
 //! bit flips, truncations and noise. Time advances between frames so that ACK timers fire.
+//! One step in ten is a burst of 2 to 24 frames that reach the RTL back to back, one beat per
+//! cycle (the model takes them one by one), so the core's queues between parser, engine and
+//! payload extractor fill and drain as at line rate.
 //!
 //! Default: 1,500 frames. `FERROCE_LONG=1`: 1,000,000 (any count with `FERROCE_RTL_FRAMES=N`);
 //! run the long mode in release: `cargo test --release -p ferroce-tests --test rtl_nic`.
@@ -579,19 +582,48 @@ fn rtl_nic_matches_the_model() {
         }
     }
     let mut ctl = Rng::new(77);
+    let mut bursts = Rng::new(0xb0b5);
+    let mut burst_frames = 0usize;
     let mut now = 0u64;
     let mut tx_tail = 0u32;
     let mut totals = (0usize, 0usize);
     for step in 0..frames {
-        let f = traffic.frame(&lay);
-        rtl.receive_frame(&f);
-        model.receive_frame(&f);
-        let (a, b) = (drain(&mut rtl), drain(&mut model));
-        assert_eq!(a, b, "step {step}: frames sent after receiving {f:02x?}");
-        totals.0 += a.len();
-        let (ea, eb) = (events(&mut rtl, &lay), events(&mut model, &lay));
-        assert_eq!(ea, eb, "step {step}: events after receiving {f:02x?}");
-        totals.1 += ea.len();
+        if bursts.chance(0.1) {
+            let burst: Vec<Vec<u8>> = (0..2 + bursts.below(23))
+                .map(|_| traffic.frame(&lay))
+                .collect();
+            rtl.receive_burst(&burst);
+            for f in &burst {
+                model.receive_frame(f);
+            }
+            burst_frames += burst.len();
+            let (a, b) = (drain(&mut rtl), drain(&mut model));
+            assert_eq!(
+                a,
+                b,
+                "step {step}: frames sent after a burst of {}",
+                burst.len()
+            );
+            totals.0 += a.len();
+            let (ea, eb) = (events(&mut rtl, &lay), events(&mut model, &lay));
+            assert_eq!(
+                ea,
+                eb,
+                "step {step}: events after a burst of {}",
+                burst.len()
+            );
+            totals.1 += ea.len();
+        } else {
+            let f = traffic.frame(&lay);
+            rtl.receive_frame(&f);
+            model.receive_frame(&f);
+            let (a, b) = (drain(&mut rtl), drain(&mut model));
+            assert_eq!(a, b, "step {step}: frames sent after receiving {f:02x?}");
+            totals.0 += a.len();
+            let (ea, eb) = (events(&mut rtl, &lay), events(&mut model, &lay));
+            assert_eq!(ea, eb, "step {step}: events after receiving {f:02x?}");
+            totals.1 += ea.len();
+        }
         if ctl.chance(0.15) {
             now += ctl.below(6_000);
             rtl.poll(now);
@@ -705,7 +737,8 @@ fn rtl_nic_matches_the_model() {
     }
     let get = |k: Counter| c.iter().find(|(x, _)| *x == k).map_or(0, |(_, v)| *v);
     println!(
-        "{frames} frames: {} placed, {} completions, {} frames sent, {} events, {} cycles",
+        "{} frames ({burst_frames} of them in bursts): {} placed, {} completions, {} frames sent, {} events, {} cycles",
+        get(Counter::RxFrames),
         get(Counter::RxPlacedPackets),
         get(Counter::RxCompletions),
         totals.0,
