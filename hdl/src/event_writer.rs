@@ -166,10 +166,10 @@ impl Logic for EventWriter {
                 }
             }
             EvSt::Wait => {
+                // A faulted write drops its event (counted); a good one advances the tail.
+                self.cnt_valid.next = self.wr_done.val() & self.wr_error.val();
                 if self.wr_done.val() {
-                    if self.wr_error.val() {
-                        self.cnt_valid.next = true;
-                    } else {
+                    if !self.wr_error.val() {
                         self.tail.d.next = self.tail.q.val() + 1_u64;
                     }
                     self.state.d.next = EvSt::Idle;
