@@ -1,6 +1,7 @@
 //! The `ferroce` command.
 
 mod demo;
+mod experiment;
 mod perftest;
 mod replay;
 
@@ -99,6 +100,10 @@ enum Command {
     /// Send bandwidth between two simulated nodes, perftest's ib_send_bw (simulated time;
     /// every byte checked).
     SendBw(perftest::PerfArgs),
+    /// Run a fabric experiment (loss, incast, planes, failure, alltoall, allreduce, or all):
+    /// ferroce and the RoCEv2 baseline on the same simulated leaf-spine fabric; writes CSV,
+    /// SVG and Markdown.
+    Experiment(experiment::ExperimentArgs),
     /// Feed captured frames to one NIC's receive path; write what it emits and a JSON report.
     Replay {
         /// Captured frames (classic pcap, Ethernet).
@@ -141,5 +146,6 @@ fn main() -> anyhow::Result<()> {
         Command::WriteBw(args) => perftest::run(perftest::Test::WriteBw, &args),
         Command::WriteLat(args) => perftest::run(perftest::Test::WriteLat, &args),
         Command::SendBw(args) => perftest::run(perftest::Test::SendBw, &args),
+        Command::Experiment(args) => experiment::run(&args),
     }
 }

@@ -16,11 +16,16 @@
 //!   `ferroce_driver::Nic` + `SimPort`, held to the model by `tests/tests/rtl_nic.rs`.
 //! - [`backend`]: [`backend::AnyNic`], the model or the RTL chosen at run time.
 //!
-//! Next: the packet-level fabric simulator with the RoCEv2 baseline (issue 5).
+//! - [`fabric`]: the packet-level fabric simulator (leaf-spine planes, ECN switches, loss,
+//!   failures) with ferroce hosts; [`roce`]: the RoCEv2 baseline endpoint; [`experiment`]: the
+//!   experiments behind `ferroce experiment` (issue 5).
 
 pub mod backend;
+pub mod experiment;
+pub mod fabric;
 pub mod link;
 pub mod rng;
+pub mod roce;
 pub mod rtl;
 pub mod scenario;
 pub mod sender;

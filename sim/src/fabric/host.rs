@@ -1,0 +1,500 @@
+//! A fabric host running ferroce: the real host library (`ferroce::Context`) over a NIC
+//! backend ([`AnyNic`]: the model, or the RTL for small runs), with one NIC port per plane.
+//!
+//! Plane choice: the TX descriptor has no port field, so the host picks the NIC port of each
+//! frame from its UDP source port, `entropy % planes`. The library's flows start on
+//! consecutive entropies (so `planes` flows cover every plane) and move to a new entropy after
+//! timeouts, which moves them to another plane: a dead plane is left without any help from
+//! the fabric. ACKs leave on the entropy of the data they acknowledge, so they come back on
+//! the data's plane.
+
+use super::engine::{Endpoint, Outbox};
+use super::event::{PS_PER_NS, Ps};
+use super::packet::{Body, Packet, WIRE_OVERHEAD, frame_info};
+use super::workload::{App, Workload, pattern};
+use crate::backend::{AnyNic, BackendKind};
+use ferroce::{
+    AcceptOptions, Access, CmEvent, ConnId, ConnState, ConnectOptions, Context, Cq, DeviceConfig,
+    MemoryRegion, PathOptions, Pd, TransportConfig, WcOpcode, WcStatus, WorkCompletion,
+    WriteRequest,
+};
+use ferroce_driver::{Nic, SimPort};
+use ferroce_proto::hsi::TableSizes;
+use ferroce_proto::wire::EthernetAddress;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+
+/// IPv4 address of host `h` (10.0.0.1 onwards).
+pub fn host_ip(h: u32) -> u32 {
+    0x0a00_0001 + h
+}
+
+/// Host of an IPv4 address, if it is one of [`host_ip`]'s.
+pub fn ip_host(ip: u32, hosts: u32) -> Option<u32> {
+    ip.checked_sub(0x0a00_0001).filter(|&h| h < hosts)
+}
+
+/// The entropies a connection to `peer` uses: 64 ports in a block of the peer's own (so
+/// connections to different peers hash independently), ordered so that with the port choice
+/// `entropy % planes`, entry `k` lands on plane `(k + k / planes) % planes`: the first
+/// `planes` entries cover every plane once, and entry `k + planes` is never on entry `k`'s
+/// plane. The library starts flow `i` on entry `i` and hands the following entries, in order,
+/// to flows that time out; with one flow per plane (the default for 4 and 8 planes) the first
+/// replacement therefore lies on another plane than the one a flow on plane 0 leaves, and
+/// consecutive replacements never repeat a plane. With more flows than planes a replacement
+/// can land on the plane just left; the next timeout moves it again.
+pub fn plane_entropies(peer: u32, planes: u8) -> Vec<u16> {
+    let p = planes.max(1) as u16;
+    let base = 49152 + (peer % 256) as u16 * 64;
+    (0..64u16)
+        .map(|k| base + (k / p) * p + (k + k / p) % p)
+        .collect()
+}
+
+/// Why a ferroce host could not be set up.
+#[derive(Debug)]
+pub enum HostError {
+    /// The host library refused something.
+    Library(ferroce::Error),
+    /// The NIC backend could not be opened.
+    Backend(crate::rtl::RtlError),
+}
+
+impl std::fmt::Display for HostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostError::Library(e) => write!(f, "host library: {e:?}"),
+            HostError::Backend(e) => write!(f, "NIC backend: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HostError {}
+
+impl From<ferroce::Error> for HostError {
+    fn from(e: ferroce::Error) -> Self {
+        HostError::Library(e)
+    }
+}
+
+/// Settings of the ferroce hosts of a run.
+#[derive(Debug, Clone)]
+pub struct FerroceConfig {
+    /// NIC backend.
+    pub backend: BackendKind,
+    /// Flows (paths) per connection.
+    pub paths: u16,
+    /// Payload bytes per packet.
+    pub mtu: u32,
+    /// Rate of one NIC port (Mb/s).
+    pub port_mbps: u32,
+    /// NIC ports (planes).
+    pub planes: u8,
+    /// Transport knobs.
+    pub transport: TransportConfig,
+    /// Seed (initial FSNs, data patterns).
+    pub seed: u64,
+    /// The host software's polling period: arriving frames reach the NIC (which places data
+    /// and sends ACKs by itself) at once, but the library's driver loop runs at most once per
+    /// this interval for them, as a host polling its event ring does. 0: after every frame.
+    pub poll_interval_ps: Ps,
+}
+
+/// A ferroce host.
+pub struct FerroceHost {
+    ctx: Context<AnyNic>,
+    pd: Pd,
+    scq: Cq,
+    rcq: Cq,
+    host: u32,
+    hosts: u32,
+    planes: u8,
+    src: Option<MemoryRegion>,
+    dst: Option<MemoryRegion>,
+    /// Outgoing connections by peer.
+    out_conns: HashMap<u32, ConnId>,
+    remote: Arc<Vec<(u64, u32)>>,
+    wl: Arc<Workload>,
+    /// Expected CRC-32 per message (shared by all hosts).
+    crcs: Arc<Vec<u32>>,
+    /// The application.
+    pub app: App,
+    wcs: Vec<WorkCompletion>,
+    buf: Vec<u8>,
+    /// Library errors (`progress` failing), each also an application-visible error.
+    pub lib_errors: u64,
+    /// Largest payload+header frame seen leaving (wire bytes): gives the header overhead.
+    pub max_frame_wire: u32,
+    poll_interval: Ps,
+    last_service: Option<Ps>,
+    /// The library's own next wake (timers, pacing), in ps.
+    lib_wake: Option<Ps>,
+}
+
+/// Expected CRC-32 of every message of a workload.
+pub fn message_crcs(wl: &Workload, seed: u64) -> Vec<u32> {
+    let mut pats: HashMap<u32, Vec<u8>> = HashMap::new();
+    wl.msgs
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let p = pats
+                .entry(m.src)
+                .or_insert_with(|| pattern(seed, m.src, wl.src_len[m.src as usize] as usize));
+            let off = wl.src_off(i as u32) as usize;
+            crc32fast::hash(&p[off..off + m.bytes as usize])
+        })
+        .collect()
+}
+
+impl FerroceHost {
+    /// Host `host` of `hosts`, with its buffers registered and filled.
+    pub fn new(
+        host: u32,
+        hosts: u32,
+        cfg: &FerroceConfig,
+        wl: Arc<Workload>,
+        crcs: Arc<Vec<u32>>,
+    ) -> Result<FerroceHost, HostError> {
+        let mac = EthernetAddress([2, 0, (host >> 16) as u8, (host >> 8) as u8, host as u8, 1]);
+        let ip = IpAddr::V4(Ipv4Addr::from(host_ip(host)));
+        let mut dc = DeviceConfig::new(mac, ip);
+        dc.fsn_seed = (cfg.seed as u32).wrapping_mul(0x9e37_79b9) ^ host;
+        let total = cfg.port_mbps.saturating_mul(cfg.planes.max(1) as u32);
+        dc.transport = cfg.transport.clone();
+        dc.transport.line_rate_mbps = total;
+        dc.inbound_capacity_mbps = total;
+        let conns = wl
+            .pairs()
+            .iter()
+            .filter(|p| p.0 == host || p.1 == host)
+            .count() as u32;
+        let sizes = TableSizes {
+            connections: (conns + 8).next_power_of_two().max(16),
+            flows: ((conns + 8) * cfg.paths as u32)
+                .next_power_of_two()
+                .max(1024),
+            tags: (conns + 8).next_power_of_two().max(16),
+            ..TableSizes::default()
+        };
+        let nic = match cfg.backend {
+            BackendKind::Model => AnyNic::model(sizes),
+            BackendKind::Rtl => AnyNic::rtl().map_err(HostError::Backend)?,
+        };
+        let mut ctx = Context::open(nic, dc)?;
+        let pd = ctx.alloc_pd();
+        let scq = ctx.create_cq(1 << 16)?;
+        let rcq = ctx.create_cq(1 << 16)?;
+        let src_len = wl.src_len[host as usize];
+        let src = if src_len > 0 {
+            let mr = ctx.reg_mr(pd, src_len, Access::NONE)?;
+            ctx.write_mr(&mr, 0, &pattern(cfg.seed, host, src_len as usize))?;
+            Some(mr)
+        } else {
+            None
+        };
+        let dst_len = wl.dst_len[host as usize];
+        let dst = if dst_len > 0 {
+            Some(ctx.reg_mr(pd, dst_len, Access::REMOTE_WRITE)?)
+        } else {
+            None
+        };
+        ctx.listen(true);
+        Ok(FerroceHost {
+            ctx,
+            pd,
+            scq,
+            rcq,
+            host,
+            hosts,
+            planes: cfg.planes.max(1),
+            src,
+            dst,
+            out_conns: HashMap::new(),
+            remote: Arc::new(Vec::new()),
+            app: App::new(host, &wl),
+            wl,
+            crcs,
+            wcs: Vec::new(),
+            buf: Vec::new(),
+            lib_errors: 0,
+            max_frame_wire: 0,
+            poll_interval: cfg.poll_interval_ps,
+            last_service: None,
+            lib_wake: None,
+        })
+    }
+
+    /// Opens a connection to every host this one sends to.
+    pub fn connect_all(&mut self, cfg: &FerroceConfig) -> Result<(), ferroce::Error> {
+        let peers: Vec<u32> = self
+            .wl
+            .pairs()
+            .iter()
+            .filter(|p| p.0 == self.host)
+            .map(|p| p.1)
+            .collect();
+        for peer in peers {
+            let pm = EthernetAddress([2, 0, (peer >> 16) as u8, (peer >> 8) as u8, peer as u8, 1]);
+            let pip = IpAddr::V4(Ipv4Addr::from(host_ip(peer)));
+            let mut o = ConnectOptions::new(self.pd, self.scq, self.rcq, pm, pip);
+            o.mtu = cfg.mtu;
+            o.paths = PathOptions {
+                count: cfg.paths,
+                entropies: plane_entropies(peer, self.planes),
+                ..PathOptions::default()
+            };
+            let c = self.ctx.connect(&o)?;
+            self.out_conns.insert(peer, c);
+        }
+        Ok(())
+    }
+
+    /// Whether every outgoing connection is established.
+    pub fn connected(&self) -> bool {
+        self.out_conns
+            .values()
+            .all(|&c| self.ctx.conn_state(c) == Ok(ConnState::Ready))
+    }
+
+    /// The library context (statistics, paths).
+    pub fn ctx(&self) -> &Context<AnyNic> {
+        &self.ctx
+    }
+
+    /// Outgoing connections.
+    pub fn conns(&self) -> impl Iterator<Item = ConnId> + '_ {
+        self.out_conns.values().copied()
+    }
+
+    /// Starts the workload.
+    pub fn start(&mut self, now: Ps, out: &mut Outbox) {
+        self.app.start(&self.wl);
+        self.service(now, out);
+    }
+
+    fn post_ready(&mut self) {
+        let Some(src) = self.src else { return };
+        while let Some(m) = self.app.next_ready() {
+            let msg = &self.wl.msgs[m as usize];
+            let (Some(&c), true) = (
+                self.out_conns.get(&msg.dst),
+                (msg.dst as usize) < self.remote.len(),
+            ) else {
+                self.app.stats.app_errors += 1;
+                continue;
+            };
+            let wr = WriteRequest {
+                wr_id: m as u64,
+                tag: 0,
+                sge: src.sge(self.wl.src_off(m), msg.bytes),
+                remote_addr: self.remote[msg.dst as usize].0 + self.wl.dst_off[m as usize],
+                rkey: self.remote[msg.dst as usize].1,
+                imm: Some(m),
+                signaled: true,
+            };
+            match self.ctx.post_write(c, &wr) {
+                Ok(()) => {}
+                Err(ferroce::Error::SendQueueFull) => {
+                    self.app.unready(m);
+                    break;
+                }
+                Err(_) => self.app.stats.app_errors += 1,
+            }
+        }
+    }
+
+    fn service(&mut self, now: Ps, out: &mut Outbox) {
+        let now_ns = now / PS_PER_NS;
+        let mut wake = None;
+        // Completions may make more work ready; a few rounds settle it at this instant.
+        for _ in 0..4 {
+            if self.app.started() {
+                self.post_ready();
+            }
+            wake = match self.ctx.progress(now_ns) {
+                Ok(w) => w,
+                Err(_) => {
+                    self.lib_errors += 1;
+                    self.app.stats.app_errors += 1;
+                    Some(now_ns + 1)
+                }
+            };
+            self.handle_cm();
+            let got = self.handle_completions(now);
+            self.drain(out);
+            if got == 0 {
+                break;
+            }
+        }
+        self.last_service = Some(now);
+        self.lib_wake = wake.map(|w| w.max(now_ns + 1) * PS_PER_NS);
+        out.wake = self.lib_wake;
+    }
+
+    fn handle_cm(&mut self) {
+        while let Some(ev) = self.ctx.poll_cm() {
+            match ev {
+                CmEvent::ConnectRequest(req) => {
+                    let opts = AcceptOptions {
+                        pd: self.pd,
+                        send_cq: self.scq,
+                        recv_cq: self.rcq,
+                    };
+                    if self.ctx.accept(&req, &opts).is_err() {
+                        self.app.stats.app_errors += 1;
+                    }
+                }
+                CmEvent::Established(_) => {}
+                CmEvent::Failed(..) | CmEvent::Disconnected(_) => self.app.stats.app_errors += 1,
+            }
+        }
+    }
+
+    fn handle_completions(&mut self, now: Ps) -> usize {
+        let mut wcs = std::mem::take(&mut self.wcs);
+        wcs.clear();
+        let mut n = 0;
+        let _ = self.ctx.poll_cq(self.scq, usize::MAX, &mut wcs);
+        let _ = self.ctx.poll_cq(self.rcq, usize::MAX, &mut wcs);
+        for wc in &wcs {
+            n += 1;
+            if wc.status != WcStatus::Success {
+                self.app.stats.app_errors += 1;
+                continue;
+            }
+            match wc.opcode {
+                WcOpcode::Write => {
+                    if let Ok(m) = u32::try_from(wc.wr_id) {
+                        self.app.sent_done(&self.wl, m);
+                    }
+                }
+                WcOpcode::RecvWriteImm => {
+                    let Some(m) = wc.imm.filter(|&m| (m as usize) < self.wl.msgs.len()) else {
+                        self.app.stats.app_errors += 1;
+                        continue;
+                    };
+                    let ok = self.verify(m);
+                    self.app.delivered(&self.wl, m, ok, now);
+                }
+                _ => {}
+            }
+        }
+        self.wcs = wcs;
+        n
+    }
+
+    fn verify(&mut self, m: u32) -> bool {
+        let msg = &self.wl.msgs[m as usize];
+        let Some(dst) = self.dst else { return false };
+        if msg.dst != self.host {
+            return false;
+        }
+        self.buf.resize(msg.bytes as usize, 0);
+        if self
+            .ctx
+            .read_mr(&dst, self.wl.dst_off[m as usize], &mut self.buf)
+            .is_err()
+        {
+            return false;
+        }
+        crc32fast::hash(&self.buf) == self.crcs[m as usize]
+    }
+
+    /// Address and rkey of this host's destination region (what peers write to), exchanged
+    /// out of band as perftest does.
+    pub fn dst_key(&self) -> (u64, u32) {
+        self.dst.map_or((0, 0), |d| (d.addr(), d.rkey()))
+    }
+
+    /// Every host's [`FerroceHost::dst_key`], by host.
+    pub fn set_remote_keys(&mut self, keys: Arc<Vec<(u64, u32)>>) {
+        self.remote = keys;
+    }
+
+    fn drain(&mut self, out: &mut Outbox) {
+        while let Some(frame) = self.ctx.nic_mut().transmit_frame() {
+            let Some(info) = frame_info(&frame) else {
+                continue;
+            };
+            let Some(dst) = ip_host(info.dst_ip, self.hosts) else {
+                continue;
+            };
+            let wire_len = frame.len() as u32 + WIRE_OVERHEAD;
+            if !info.control {
+                self.max_frame_wire = self.max_frame_wire.max(wire_len);
+            }
+            let port = (info.entropy % self.planes as u16) as usize;
+            out.send.push((
+                port,
+                Packet {
+                    src: self.host,
+                    dst,
+                    hash: info.hash,
+                    entropy: info.entropy,
+                    wire_len,
+                    ecn_capable: info.ecn_capable,
+                    ce: false,
+                    control: info.control,
+                    body: Body::Frame(frame),
+                },
+            ));
+        }
+    }
+}
+
+impl Endpoint for FerroceHost {
+    fn on_packet(&mut self, now: Ps, _port: usize, pkt: Packet, out: &mut Outbox) {
+        if let Body::Frame(f) = &pkt.body {
+            let nic = self.ctx.nic_mut();
+            nic.poll(now / PS_PER_NS);
+            nic.receive_frame(f);
+        }
+        // The NIC's own replies (ACKs) leave now; the host loop runs on its polling schedule.
+        self.drain(out);
+        let due = self.last_service.map_or(now, |t| t + self.poll_interval);
+        if due <= now {
+            self.service(now, out);
+        } else {
+            out.wake = Some(self.lib_wake.map_or(due, |w| w.min(due)));
+        }
+    }
+
+    fn on_wake(&mut self, now: Ps, out: &mut Outbox) {
+        self.service(now, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plane_entropies_cover_planes_and_never_return_to_the_plane_left() {
+        for planes in [1u8, 2, 4, 8] {
+            let e = plane_entropies(5, planes);
+            let p = planes as u16;
+            assert_eq!(e.len(), 64);
+            let distinct: std::collections::BTreeSet<u16> = e.iter().copied().collect();
+            assert_eq!(distinct.len(), 64);
+            // The first `planes` entries (the first flows) sit one per plane.
+            let first: std::collections::BTreeSet<u16> =
+                e[..planes as usize].iter().map(|x| x % p).collect();
+            assert_eq!(first.len(), planes as usize);
+            // Entry k + planes (the next entry handed out after the initial flows, for the
+            // flow on entry k's plane) is on another plane, when there is one.
+            if planes > 1 {
+                for k in 0..(64 - planes as usize) {
+                    assert_ne!(
+                        e[k] % p,
+                        e[k + planes as usize] % p,
+                        "planes {planes} k {k}"
+                    );
+                }
+            }
+        }
+        assert_eq!(ip_host(host_ip(77), 100), Some(77));
+        assert_eq!(ip_host(host_ip(100), 100), None);
+    }
+}

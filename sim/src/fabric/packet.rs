@@ -1,0 +1,126 @@
+//! A packet in the fabric: the frame (ferroce: the exact bytes the NIC emitted) or an abstract
+//! RoCEv2 packet (baseline), with everything a switch needs cached at the sending host so no
+//! hop re-parses the frame: destination host, 5-tuple hash, size on the wire, ECN capability.
+
+use crate::link::{entropy, mark_ce};
+use crate::roce::RocePacket;
+use ferroce_proto::wire::EthernetRepr;
+use ferroce_proto::wire::ip::{ECN_CE, IPV4_HEADER_LEN};
+
+/// Bytes a frame costs on the wire beyond the frame the NIC builds: preamble and start
+/// delimiter (8), frame check sequence (4), minimum inter-frame gap (12).
+pub const WIRE_OVERHEAD: u32 = 24;
+
+/// What the packet carries.
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// A ferroce frame (Ethernet onwards, without FCS).
+    Frame(Vec<u8>),
+    /// A baseline RoCEv2 packet, modelled by its header fields only.
+    Roce(RocePacket),
+}
+
+/// One packet in flight.
+#[derive(Debug, Clone)]
+pub struct Packet {
+    /// Sending host.
+    pub src: u32,
+    /// Destination host.
+    pub dst: u32,
+    /// Hash of the 5-tuple (IP addresses, UDP ports, protocol), before a switch's salt.
+    pub hash: u32,
+    /// UDP source port (the path entropy).
+    pub entropy: u16,
+    /// Bytes on the wire, overhead included (what serialisation time is computed from).
+    pub wire_len: u32,
+    /// ECT(0)/ECT(1): a switch may mark it instead of dropping.
+    pub ecn_capable: bool,
+    /// CE-marked by a switch.
+    pub ce: bool,
+    /// Control packet (ACK, NAK, CNP, CM): the target of ACK-only loss.
+    pub control: bool,
+    /// The contents.
+    pub body: Body,
+}
+
+/// The 5-tuple hash: the murmur3 finaliser over the packed fields.
+pub fn five_tuple_hash(src_ip: u32, dst_ip: u32, sport: u16, dport: u16) -> u32 {
+    let mut h = src_ip.wrapping_mul(0x9e37_79b1) ^ dst_ip.rotate_left(13);
+    h ^= ((sport as u32) << 16 | dport as u32).wrapping_mul(0x85eb_ca6b);
+    h ^= 17;
+    mix(h)
+}
+
+/// The murmur3 32-bit finaliser.
+pub fn mix(mut h: u32) -> u32 {
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    h
+}
+
+/// Facts about a ferroce frame read once at the sending host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameInfo {
+    /// Destination IPv4 address.
+    pub dst_ip: u32,
+    /// 5-tuple hash.
+    pub hash: u32,
+    /// UDP source port.
+    pub entropy: u16,
+    /// ECN-capable transport.
+    pub ecn_capable: bool,
+    /// Not a data packet (ACK, NAK, CM).
+    pub control: bool,
+}
+
+/// Reads a frame's addresses, ports and ECN field (IPv4 only: the fabric addresses hosts by
+/// IPv4). `None` for anything else.
+pub fn frame_info(frame: &[u8]) -> Option<FrameInfo> {
+    let eth = EthernetRepr::parse(frame).ok()?;
+    let at = eth.header_len();
+    // IPv4 without options, UDP, and at least the BTH opcode byte.
+    if frame.len() < at + IPV4_HEADER_LEN + 9 || frame[at] != 0x45 {
+        return None;
+    }
+    let ip = |o: usize| u32::from_be_bytes([frame[o], frame[o + 1], frame[o + 2], frame[o + 3]]);
+    let (src_ip, dst_ip) = (ip(at + 12), ip(at + 16));
+    let udp = at + IPV4_HEADER_LEN;
+    let sport = entropy(frame)?;
+    let dport = u16::from_be_bytes([frame[udp + 2], frame[udp + 3]]);
+    let ecn = frame[at + 1] & 3;
+    Some(FrameInfo {
+        dst_ip,
+        hash: five_tuple_hash(src_ip, dst_ip, sport, dport),
+        entropy: sport,
+        ecn_capable: ecn != 0,
+        // Data: Send, SendImm, Write, WriteImm (BTH opcodes 0xC0..=0xC3); the rest (ACK, NAK,
+        // CM) is control.
+        control: !(0xC0..=0xC3).contains(&frame[udp + 8]),
+    })
+}
+
+impl Packet {
+    /// Marks CE (switch congestion): sets the bit in the frame too (fixing the IPv4 header
+    /// checksum), so the receiving NIC sees exactly what a real switch would leave.
+    pub fn mark_ce(&mut self) -> bool {
+        if !self.ecn_capable || self.ce {
+            return false;
+        }
+        self.ce = true;
+        if let Body::Frame(f) = &mut self.body {
+            mark_ce(f);
+        }
+        true
+    }
+}
+
+/// Whether the ECN field of an IPv4 frame is CE (for tests).
+pub fn frame_is_ce(frame: &[u8]) -> bool {
+    EthernetRepr::parse(frame)
+        .ok()
+        .and_then(|e| frame.get(e.header_len() + 1))
+        .is_some_and(|b| b & 3 == ECN_CE)
+}
