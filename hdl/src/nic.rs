@@ -2,16 +2,17 @@
 //!
 //! ```text
 //!  MAC RX ──┬─> RxParser ──> parse results (FIFO) ──> RxEngine ──> ACK/NAK ──┐
-//!  (AXIS)   └─> packet buffer (FIFO) ──> RxPayload ──> DMA write 0 (payload)  │
-//!                                     ▲ command per frame (place / discard)    ├─> TxFrameBuilder ──> MAC TX
+//!  (AXIS)   │        └──> header/payload lengths (FIFO) ─┐   │ decisions   │
+//!           └─> packet buffer (FIFO) ──> RxPayload <─────┘<──┘ (FIFO)      │
+//!                                           └──> DMA write 0 (payload)     ├─> TxFrameBuilder ──> MAC TX
 //!  DMA read ──> TxEngine (descriptors, payload) ──> data/CM frame requests ───┘
 //!  RxEngine, TxEngine ──> events ──> EventWriter ──> DMA write 1 (event ring)
 //!  AXI4-Lite ──> RegisterBlock (registers, table window → RxEngine, counters)
 //! ```
 //!
 //! Receive is store-and-forward: a frame's beats wait in the packet buffer until the engine has
-//! decided about it. `s_tready` falls when the packet buffer or the parse-result FIFO is nearly
-//! full; a MAC that cannot be held needs a FIFO in front (every frame is accounted, none is
+//! decided about it. `s_tready` falls when the packet buffer, the parse-result FIFO or the
+//! extractor's length FIFO is nearly full; a MAC that cannot be held needs a FIFO in front (every frame is accounted, none is
 //! dropped silently inside the core). Two DMA write channels (payload placement and events) and
 //! one read channel (descriptors and transmit payload) leave the core; a shell muxes them onto
 //! its DMA engine (Corundum's DMA interface has separate read and write paths). `tuser` (MAC
