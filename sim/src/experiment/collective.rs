@@ -163,13 +163,6 @@ pub fn run(
             met: ff && (tf < tr || !fr),
         });
     }
-    report.targets.push(Target {
-        what: "every byte verified".into(),
-        measured: format!(
-            "{} bytes verified, {} failures",
-            report.bytes_verified, report.verify_failed
-        ),
-        met: report.verify_failed == 0,
-    });
+    report.push_verified_target();
     Ok(report)
 }

@@ -209,14 +209,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
         },
         met: all_converged && worst_conv.is_some_and(|w| w.1 <= 2.0),
     });
-    report.targets.push(Target {
-        what: "every byte verified".into(),
-        measured: format!(
-            "{} bytes verified, {} failures",
-            report.bytes_verified, report.verify_failed
-        ),
-        met: report.verify_failed == 0,
-    });
+    report.push_verified_target();
     report.notes.push("RTT counts are whole windows from the workload start, so they include the first RTT in which nothing has arrived yet.".into());
     Ok(report)
 }

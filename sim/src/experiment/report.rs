@@ -266,6 +266,18 @@ pub struct Report {
 }
 
 impl Report {
+    /// Adds the target every experiment shares: every byte verified, none failed.
+    pub fn push_verified_target(&mut self) {
+        self.targets.push(Target {
+            what: "every byte verified".into(),
+            measured: format!(
+                "{} bytes verified, {} failures",
+                self.bytes_verified, self.verify_failed
+            ),
+            met: self.verify_failed == 0,
+        });
+    }
+
     /// Packet events per wall-clock second.
     pub fn events_per_s(&self) -> f64 {
         self.packet_events as f64 / self.wall_s.max(1e-9)
