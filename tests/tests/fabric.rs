@@ -91,3 +91,61 @@ fn planes_and_collectives() {
         assert_eq!(cell(&r, &["ferroce"], "done"), "yes", "{name}");
     }
 }
+
+/// Issue 5, item 6: a small fabric run (4 hosts, two streams over two spines, 2% loss on the
+/// last hop) gives the same result with the hosts' NICs on the RTL (Verilator) as on the
+/// model: same end time, events, resends, timeouts, message arrival times and fabric counters.
+#[test]
+fn rtl_hosts_give_the_model_s_results() {
+    use ferroce_sim::backend::BackendKind;
+    use ferroce_sim::experiment::{LinkSel, LossSpec, Scenario, Stack, run};
+    use ferroce_sim::fabric::event::PS_PER_NS;
+    use ferroce_sim::fabric::loss::{LossModel, LossScope};
+    use ferroce_sim::fabric::workload::Workload;
+    use std::sync::Arc;
+
+    let outcome = |backend| {
+        let o = Options {
+            seed: 5,
+            hosts_per_leaf: 2,
+            spines: 2,
+            backend,
+            ..Options::default()
+        };
+        let sc = Scenario {
+            topo: o.topology(4, 1),
+            wl: Arc::new(Workload::streams(4, &[(0, 2), (1, 3)], 64 << 10, 3, 2)),
+            loss: vec![LossSpec {
+                links: LinkSel::LastHop,
+                model: LossModel::Bernoulli { p: 0.02 },
+                scope: LossScope::All,
+            }],
+            failures: vec![],
+            trace: None,
+            limit: 20_000_000 * PS_PER_NS,
+        };
+        run(Stack::Ferroce, &sc, &o, &mut |_| {}).map(|r| (r, sc.wl.total_bytes()))
+    };
+    let (model, bytes) = outcome(BackendKind::Model).expect("model run");
+    let (rtl, _) = match outcome(BackendKind::Rtl) {
+        Ok(r) => r,
+        Err(e) if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() => {
+            println!("SKIPPED: {e}");
+            return;
+        }
+        Err(e) => panic!("RTL run: {e}"),
+    };
+    assert!(model.finished && rtl.finished);
+    assert_eq!(model.app.bytes_verified, bytes);
+    assert_eq!(rtl.app, model.app);
+    assert!(
+        model.resent > 0,
+        "the loss must cause resends, or the comparison says little"
+    );
+    assert_eq!(
+        (rtl.end, rtl.events, rtl.resent, rtl.timeouts),
+        (model.end, model.events, model.resent, model.timeouts)
+    );
+    assert_eq!(rtl.arrival, model.arrival);
+    assert_eq!(rtl.fabric, model.fabric);
+}
