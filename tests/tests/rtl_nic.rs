@@ -13,7 +13,8 @@
 //! cycle (the model takes them one by one), so the core's queues between parser, engine and
 //! payload extractor fill and drain as at line rate.
 //!
-//! Default: 1,500 frames. `FERROCE_LONG=1`: 1,000,000 (any count with `FERROCE_RTL_FRAMES=N`);
+//! Default: 1,500 steps (about 3,300 frames with the bursts). `FERROCE_LONG=1`: 1,000,000 steps
+//! (any count with `FERROCE_RTL_FRAMES=N`; 460,000 steps are about 1,000,000 frames);
 //! run the long mode in release: `cargo test --release -p ferroce-tests --test rtl_nic`.
 
 use ferroce_driver::{ModelNic, Nic, SimPort};
