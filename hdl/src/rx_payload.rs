@@ -156,15 +156,7 @@ impl Logic for RxPayload {
 
         match self.phase.q.val() {
             Phase::Idle => {
-                self.cmd_ready.next = true;
-                if self.cmd_valid.val() {
-                    self.decided.d.next = false;
-                    self.skip_beats.d.next = bit_cast::<13, 16>(self.cmd_skip.val() >> 3_u64);
-                    self.shift.d.next = bit_cast::<3, 16>(self.cmd_skip.val());
-                    self.remaining.d.next = self.cmd_len.val();
-                    self.in_last_seen.d.next = false;
-                    self.phase.d.next = Phase::Skip;
-                }
+                // Takes a command below.
             }
             Phase::Skip => {
                 // Drop whole header beats; the beat holding the first payload byte becomes the
@@ -274,9 +266,9 @@ impl Logic for RxPayload {
                 self.phase.d.next = Phase::Idle;
             }
         }
-        // The cycle a frame finishes also takes the next command, so back-to-back frames
-        // leave no idle cycle between them.
-        if (self.phase.q.val() != Phase::Idle) & (self.phase.d.val() == Phase::Idle) {
+        // A command is taken when idle, and also in the cycle a frame finishes, so
+        // back-to-back frames leave no idle cycle between them.
+        if self.phase.d.val() == Phase::Idle {
             self.cmd_ready.next = true;
             if self.cmd_valid.val() {
                 self.decided.d.next = false;

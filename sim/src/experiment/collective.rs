@@ -144,11 +144,7 @@ pub fn run(
             r.timeouts.to_string(),
             r.app.app_errors.to_string(),
             f(r.app.bytes_verified as f64 / 1e6, 1),
-            if r.finished {
-                "yes".into()
-            } else {
-                format!("no ({} of {})", r.app.received, r.msgs)
-            },
+            r.done_cell(),
         ]);
     }
     if let [(_, tf, ff), (_, tr, fr)] = times[..] {

@@ -185,11 +185,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
                 f(dur, 1),
                 f(ideal, 1),
                 f(r.app.bytes_verified as f64 / 1e6, 1),
-                if r.finished {
-                    "yes".into()
-                } else {
-                    format!("no ({} of {})", r.app.received, r.msgs)
-                },
+                r.done_cell(),
             ]);
         }
     }

@@ -158,11 +158,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
                     r.resent.to_string(),
                     r.timeouts.to_string(),
                     f(r.app.bytes_verified as f64 / 1e6, 1),
-                    if r.finished {
-                        "yes".into()
-                    } else {
-                        format!("no ({} of {} msgs)", r.app.received, r.msgs)
-                    },
+                    r.done_cell(),
                 ]);
                 series.points.push((p, frac));
             }

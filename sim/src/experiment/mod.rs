@@ -352,6 +352,15 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The "done" cell of a results table: "yes", or how many messages arrived.
+    pub fn done_cell(&self) -> String {
+        if self.finished {
+            "yes".into()
+        } else {
+            format!("no ({} of {})", self.app.received, self.msgs)
+        }
+    }
+
     /// Verified payload bytes per second of the run, in Gb/s.
     pub fn goodput_gbps(&self) -> f64 {
         let t = self.end.saturating_sub(self.start).max(1) as f64 / 1e12;

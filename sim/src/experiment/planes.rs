@@ -94,11 +94,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
                 f(r.max_nic_queue as f64 / 1e3, 0),
                 r.resent.to_string(),
                 f(r.app.bytes_verified as f64 / 1e6, 1),
-                if r.finished {
-                    "yes".into()
-                } else {
-                    format!("no ({} of {})", r.app.received, r.msgs)
-                },
+                r.done_cell(),
             ]);
         }
         report.plot.series.push(series);
