@@ -443,7 +443,7 @@ impl Logic for NicCore {
             | !self.results.empty.val()
             | self.engine.busy.val()
             | self.tx.busy.val()
-            | self.builder.m_tvalid.val()
+            | self.builder.busy.val()
             | self.events.busy.val()
             | self.regs.cnt_busy.val()
             | self.regs.tc_valid.val();

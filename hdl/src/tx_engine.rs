@@ -2,28 +2,35 @@
 //! [`TxFrameBuilder`], exactly as [`ferroce_proto::model::FastPath::service_rings`] (TX half)
 //! and `FastPath::transmit` do it.
 //!
-//! One descriptor at a time, as a sequential machine with one DMA read outstanding:
-//! 1. fetch the 64-byte descriptor at `txq_base + 64 * (head mod size)` (a faulted read counts
-//!    `TxBadDescriptor` and advances head, with no event);
+//! One descriptor at a time, as a sequential machine, while a prefetcher reads the next ones:
+//! 1. the prefetcher reads the 64-byte descriptor at `txq_base + 64 * (fetch mod size)` for
+//!    every slot below the tail, up to two ahead of the one being worked on (one collecting its
+//!    beats, one waiting); a faulted read is marked, and the machine then counts
+//!    `TxBadDescriptor` and advances head, with no event. A ring reset drops the prefetched
+//!    descriptors and drains a read still in flight;
 //! 2. decode it and read the connection from the engine's own copy of the connection table
 //!    (block RAM, written through `tbl_*` alongside the register block's copy);
 //! 3. check in the model's order: opcode, connection, then for CM the length, the 32-byte DMA
 //!    read of the message and its kind; for data the flow and the lengths;
 //! 4. read the payload by DMA into a store-and-forward buffer, so that a faulted read
 //!    (`DmaError`) never lets part of a frame out;
-//! 5. hand the request to the builder and stream the payload from the buffer.
+//! 5. hand the request to the builder; the payload streams from the buffer behind the one
+//!    before it.
 //!
 //! A refused descriptor produces a TxError event (the 64 bytes of `Event::TxError::to_bytes`)
 //! and a `TxBadDescriptor` increment; a sent one `TxPackets` and `TxBytes` increments.
 //!
-//! The payload buffer has two halves of `MAX_PAYLOAD_LEN` bytes: while the builder streams one
-//! frame's payload from one half, the engine fetches and checks the next descriptor and reads
-//! its payload into the other. The descriptor fetch itself is not overlapped with the previous
-//! payload read: with a one-cycle DMA latency a descriptor costs about 18 cycles plus one per
-//! payload beat (plus twice the DMA latency), so frames with an empty payload leave every 18
-//! cycles and 4 KB payloads at about 92% of the 8-byte beat rate. The engine alone reaches
-//! about 168 MHz on an ECP5-85 (speed grade 8); in [`TxPath`] the builder's CRC sets Fmax.
-//!
+//! The read channel carries the prefetcher's and the machine's reads, at most one of each
+//! outstanding; data returns in request order, and the machine's reads go first when both
+//! want the channel. The payload buffer has two halves of `MAX_PAYLOAD_LEN` bytes: while one
+//! frame's payload streams from one half, the next descriptor's payload is read into the
+//! other, once no stream still needs it. With the overlapping frame builder, back-to-back
+//! descriptors leave at the line rate: a 94-byte frame every 12 cycles, a 158-byte one every
+//! 20 (`cargo xtask bench-rtl`, with the harness's one-cycle DMA latency). A real DMA engine's
+//! latency of hundreds of cycles needs more reads outstanding (a deeper prefetch): the
+//! channel already carries tagged-by-order reads from two sources, so that is a depth change.
+//! The engine alone reached about 168 MHz on an ECP5-85 (speed grade 8) before the prefetcher.
+
 //! The descriptor, event and table layouts have no offset constants in `ferroce-proto`: each
 //! field's position is found by probing the specification's own encoders (`to_bytes`,
 //! `to_words`) in the constructor, which also asserts that every field is a contiguous
@@ -61,8 +68,6 @@ const _: () = {
 #[derive(LogicState, Debug, Copy, Clone, PartialEq)]
 enum State {
     Idle,
-    DescReq,
-    DescData,
     Decode,
     Conn,
     Check,
@@ -73,7 +78,6 @@ enum State {
     PayData,
     Build,
     Handoff,
-    CountBytes,
     Refuse,
     BadDesc,
 }
@@ -270,6 +274,20 @@ pub struct TxEngine<const C: usize> {
     head: DFF<Bits<32>>,
     stale: DFF<Bit>,
     desc: DFF<Bits<512>>,
+    // Descriptor prefetch (see `update`): `fetch` is the next slot to read, `pf` collects the
+    // beats of the one read in flight and `hold` keeps a finished descriptor for `Idle`.
+    fetch: DFF<Bits<32>>,
+    pf_addr: DFF<Bits<64>>,
+    pf_arm: DFF<Bit>,
+    pf_busy: DFF<Bit>,
+    pf_stale: DFF<Bit>,
+    pf_first: DFF<Bit>,
+    pf: DFF<Bits<512>>,
+    pf_done: DFF<Bit>,
+    pf_err: DFF<Bit>,
+    hold: DFF<Bits<512>>,
+    hold_valid: DFF<Bit>,
+    hold_err: DFF<Bit>,
     req_addr: DFF<Bits<64>>,
     req_len: DFF<Bits<16>>,
     op_ok: DFF<Bit>,
@@ -312,6 +330,12 @@ pub struct TxEngine<const C: usize> {
     streaming: DFF<Bit>,
     left: DFF<Bits<11>>,
     rptr: DFF<Bits<BUF_BITS>>,
+    cur_half: DFF<Bits<1>>,
+    pend: DFF<Bit>,
+    pend_half: DFF<Bits<1>>,
+    pend_beats: DFF<Bits<11>>,
+    cb_pend: DFF<Bit>,
+    cb_amount: DFF<Bits<16>>,
 
     d_opcode: Signal<Local, Bits<8>>,
     d_flags: Signal<Local, Bits<8>>,
@@ -353,9 +377,17 @@ pub struct TxEngine<const C: usize> {
     ssn_out: Signal<Local, Bits<32>>,
     ev: Signal<Local, Bits<512>>,
     want: Signal<Local, Bit>,
+    pf_want: Signal<Local, Bit>,
+    pf_grant: Signal<Local, Bit>,
+    m_req: Signal<Local, Bit>,
+    m_out: Signal<Local, Bit>,
+    to_pf: Signal<Local, Bit>,
     inc: Signal<Local, Bit>,
     b_take: Signal<Local, Bit>,
     b_idle: Signal<Local, Bit>,
+    s_end: Signal<Local, Bit>,
+    h_ok: Signal<Local, Bit>,
+    wh_free: Signal<Local, Bit>,
     rptr_next: Signal<Local, Bits<BUF_BITS>>,
 }
 
@@ -618,6 +650,18 @@ impl<const C: usize> Default for TxEngine<C> {
             head: Default::default(),
             stale: Default::default(),
             desc: Default::default(),
+            fetch: Default::default(),
+            pf_addr: Default::default(),
+            pf_arm: Default::default(),
+            pf_busy: Default::default(),
+            pf_stale: Default::default(),
+            pf_first: Default::default(),
+            pf: Default::default(),
+            pf_done: Default::default(),
+            pf_err: Default::default(),
+            hold: Default::default(),
+            hold_valid: Default::default(),
+            hold_err: Default::default(),
             req_addr: Default::default(),
             req_len: Default::default(),
             op_ok: Default::default(),
@@ -658,6 +702,12 @@ impl<const C: usize> Default for TxEngine<C> {
             streaming: Default::default(),
             left: Default::default(),
             rptr: Default::default(),
+            cur_half: Default::default(),
+            pend: Default::default(),
+            pend_half: Default::default(),
+            pend_beats: Default::default(),
+            cb_pend: Default::default(),
+            cb_amount: Default::default(),
             d_opcode: Default::default(),
             d_flags: Default::default(),
             d_flow: Default::default(),
@@ -698,9 +748,17 @@ impl<const C: usize> Default for TxEngine<C> {
             ssn_out: Default::default(),
             ev: Default::default(),
             want: Default::default(),
+            pf_want: Default::default(),
+            pf_grant: Default::default(),
+            m_req: Default::default(),
+            m_out: Default::default(),
+            to_pf: Default::default(),
             inc: Default::default(),
             b_take: Default::default(),
             b_idle: Default::default(),
+            s_end: Default::default(),
+            h_ok: Default::default(),
+            wh_free: Default::default(),
             rptr_next: Default::default(),
         }
     }
@@ -710,11 +768,13 @@ impl<const C: usize> Logic for TxEngine<C> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, head, stale, desc, req_addr, req_len, op_ok, is_cm, is_write,
-            has_imm, thlen, imm_at, conn_ok, len_bad, conn_q, cm, reason, wh, wcnt, th, j_valid,
-            j_dst_mac, j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp, j_sport, j_dport,
-            j_opcode, j_se, j_dest, j_ack, j_psn, j_th, j_thlen, j_plen, j_beats, j_half,
-            streaming, left, rptr
+            self, clock, state, head, stale, desc, fetch, pf_addr, pf_arm, pf_busy, pf_stale,
+            pf_first, pf, pf_done, pf_err, hold, hold_valid, hold_err, req_addr, req_len, op_ok,
+            is_cm, is_write, has_imm, thlen, imm_at, conn_ok, len_bad, conn_q, cm, reason, wh,
+            wcnt, th, j_valid, j_dst_mac, j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp,
+            j_sport, j_dport, j_opcode, j_se, j_dest, j_ack, j_psn, j_th, j_thlen, j_plen, j_beats,
+            j_half, streaming, left, rptr, cur_half, pend, pend_half, pend_beats, cb_pend,
+            cb_amount
         );
         self.ctab.read_clock.next = self.clock.val();
         self.ctab.write_clock.next = self.clock.val();
@@ -758,6 +818,7 @@ impl<const C: usize> Logic for TxEngine<C> {
             | bit_cast::<BUF_BITS, 10>(self.wcnt.q.val());
         self.pbuf.write_data.next = self.rd_tdata.val();
         self.inc.next = false;
+        self.cb_pend.d.next = false;
 
         // ---- Descriptor fields (positions probed from `TxDescriptor::to_bytes`).
         self.d_opcode.next = self
@@ -894,13 +955,16 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.e_lip.next = self.conn_q.q.val().get_bits::<128>(113);
         self.e_pip.next = self.conn_q.q.val().get_bits::<128>(241);
 
-        // ---- Ring: the slot address of the descriptor at head.
+        // ---- Ring: the slot address of the next descriptor to fetch (registered: `pf_arm`
+        // keeps the prefetcher still for the cycle after a ring reset, while it settles).
         self.want.next = self.enable.val()
             & (self.txq_log_size.val() != 0_u64)
             & (self.head.q.val() != self.txq_tail.val());
         self.mask.next = !(self.k_ones.val() << self.txq_log_size.val());
         self.desc_addr.next = self.txq_base.val()
-            + (bit_cast::<64, 32>(self.head.q.val() & self.mask.val()) << self.k_desc_shift.val());
+            + (bit_cast::<64, 32>(self.fetch.q.val() & self.mask.val()) << self.k_desc_shift.val());
+        self.pf_addr.d.next = self.desc_addr.val();
+        self.pf_arm.d.next = !self.txq_reset.val() & !self.reset.val();
 
         // ---- Checks and headers.
         self.end33.next =
@@ -947,53 +1011,61 @@ impl<const C: usize> Logic for TxEngine<C> {
 
         // ---- Payload streamer: the buffer's read address runs one cycle ahead, so that its
         // registered output is the beat at `rptr` (first-word fall-through).
-        self.b_idle.next = !self.j_valid.q.val() & !self.streaming.q.val();
+        // A request goes to the builder while the payload before it is still streaming (the
+        // builder overlaps frames); its payload then waits in `pend` and streams right after.
+        self.b_idle.next = !self.j_valid.q.val() & !self.streaming.q.val() & !self.pend.q.val();
+        self.h_ok.next = !self.j_valid.q.val() & !self.pend.q.val();
         self.b_take.next = self.streaming.q.val() & self.p_tready.val();
+        self.s_end.next = self.b_take.val() & (self.left.q.val() == 1_u64);
         self.rptr_next.next = self.rptr.q.val();
         if self.b_take.val() {
             self.rptr_next.next = self.rptr.q.val() + 1_u64;
             self.left.d.next = self.left.q.val() - 1_u64;
-            if self.left.q.val() == 1_u64 {
+            if self.s_end.val() {
                 self.streaming.d.next = false;
             }
         }
+        if self.s_end.val() & self.pend.q.val() {
+            self.pend.d.next = false;
+            self.streaming.d.next = true;
+            self.left.d.next = self.pend_beats.q.val();
+            self.cur_half.d.next = self.pend_half.q.val();
+            self.rptr_next.next = bit_cast::<BUF_BITS, 1>(self.pend_half.q.val()) << 10_u64;
+        }
         if self.j_valid.q.val() & self.f_ready.val() {
             self.j_valid.d.next = false;
-            self.rptr_next.next = bit_cast::<BUF_BITS, 1>(self.j_half.q.val()) << 10_u64;
             if self.j_beats.q.val() != 0_u64 {
-                self.streaming.d.next = true;
-                self.left.d.next = self.j_beats.q.val();
+                if self.streaming.q.val() & !self.s_end.val() {
+                    self.pend.d.next = true;
+                    self.pend_half.d.next = self.j_half.q.val();
+                    self.pend_beats.d.next = self.j_beats.q.val();
+                } else {
+                    self.streaming.d.next = true;
+                    self.left.d.next = self.j_beats.q.val();
+                    self.cur_half.d.next = self.j_half.q.val();
+                    self.rptr_next.next = bit_cast::<BUF_BITS, 1>(self.j_half.q.val()) << 10_u64;
+                }
             }
         }
+        // The payload read goes into half `wh` only once no stream is still to read it.
+        self.wh_free.next = !(self.streaming.q.val() & (self.cur_half.q.val() == self.wh.q.val()))
+            & !(self.pend.q.val() & (self.pend_half.q.val() == self.wh.q.val()))
+            & !(self.j_valid.q.val()
+                & (self.j_half.q.val() == self.wh.q.val())
+                & (self.j_beats.q.val() != 0_u64));
         self.rptr.d.next = self.rptr_next.val();
         self.pbuf.read_address.next = self.rptr_next.val();
 
         // ---- The descriptor machine.
         match self.state.q.val() {
             State::Idle => {
-                if self.want.val() & !self.txq_reset.val() {
-                    self.req_addr.d.next = self.desc_addr.val();
-                    self.req_len.d.next = self.k_desc_len.val();
-                    self.state.d.next = State::DescReq;
-                }
-            }
-            State::DescReq => {
-                self.rd_req_valid.next = true;
-                if self.rd_req_ready.val() {
-                    self.state.d.next = State::DescData;
-                }
-            }
-            State::DescData => {
-                self.rd_tready.next = true;
-                if self.rd_tvalid.val() {
-                    self.desc.d.next = (self.desc.q.val() >> 64_u64)
-                        | (bit_cast::<512, 64>(self.rd_tdata.val()) << 448_u64);
-                    if self.rd_tlast.val() {
-                        if self.rd_terror.val() {
-                            self.state.d.next = State::BadDesc;
-                        } else {
-                            self.state.d.next = State::Decode;
-                        }
+                if self.hold_valid.q.val() & self.enable.val() & !self.txq_reset.val() {
+                    self.desc.d.next = self.hold.q.val();
+                    self.hold_valid.d.next = false;
+                    if self.hold_err.q.val() {
+                        self.state.d.next = State::BadDesc;
+                    } else {
+                        self.state.d.next = State::Decode;
                     }
                 }
             }
@@ -1023,6 +1095,8 @@ impl<const C: usize> Logic for TxEngine<C> {
                 self.state.d.next = State::Check;
             }
             State::Check => {
+                // A data frame's transport header (a CM frame's is built after its read).
+                self.th.d.next = self.th_data.val();
                 self.req_addr.d.next = self.d_laddr.val();
                 self.wcnt.d.next = 0.into();
                 if !self.op_ok.q.val() {
@@ -1047,7 +1121,7 @@ impl<const C: usize> Logic for TxEngine<C> {
                     self.state.d.next = State::Refuse;
                 } else if self.d_plen.val() == 0_u64 {
                     // Nothing to read: a zero-length DMA read has no beat to carry `tlast`.
-                    self.state.d.next = State::Build;
+                    self.state.d.next = State::Handoff;
                 } else {
                     self.req_len.d.next = bit_cast::<16, 32>(self.d_plen.val());
                     self.state.d.next = State::PayReq;
@@ -1061,7 +1135,7 @@ impl<const C: usize> Logic for TxEngine<C> {
             }
             State::CmData => {
                 self.rd_tready.next = true;
-                if self.rd_tvalid.val() {
+                if self.rd_tvalid.val() & !self.to_pf.val() {
                     self.cm.d.next = (self.cm.q.val() >> 64_u64)
                         | (bit_cast::<256, 64>(self.rd_tdata.val()) << 192_u64);
                     if self.rd_tlast.val() {
@@ -1083,15 +1157,15 @@ impl<const C: usize> Logic for TxEngine<C> {
                 }
             }
             State::PayReq => {
-                self.rd_req_valid.next = true;
-                if self.rd_req_ready.val() {
+                self.rd_req_valid.next = self.wh_free.val();
+                if self.wh_free.val() & self.rd_req_ready.val() {
                     self.state.d.next = State::PayData;
                 }
             }
             State::PayData => {
                 // Into the buffer half the streamer is not reading.
                 self.rd_tready.next = true;
-                if self.rd_tvalid.val() {
+                if self.rd_tvalid.val() & !self.to_pf.val() {
                     self.pbuf.write_enable.next = true;
                     self.wcnt.d.next = self.wcnt.q.val() + 1_u64;
                     if self.rd_tlast.val() {
@@ -1099,21 +1173,17 @@ impl<const C: usize> Logic for TxEngine<C> {
                             self.reason.d.next = self.k_r_dma.val();
                             self.state.d.next = State::Refuse;
                         } else {
-                            self.state.d.next = State::Build;
+                            self.state.d.next = State::Handoff;
                         }
                     }
                 }
             }
             State::Build => {
-                if self.is_cm.q.val() {
-                    self.th.d.next = self.th_cm.val();
-                } else {
-                    self.th.d.next = self.th_data.val();
-                }
+                self.th.d.next = self.th_cm.val();
                 self.state.d.next = State::Handoff;
             }
             State::Handoff => {
-                if self.b_idle.val() {
+                if self.h_ok.val() {
                     self.j_valid.d.next = true;
                     self.j_dst_mac.d.next = self.e_mac.val();
                     self.j_src_mac.d.next = self.src_mac.val();
@@ -1146,17 +1216,14 @@ impl<const C: usize> Logic for TxEngine<C> {
                     self.cnt_valid.next = true;
                     self.cnt_index.next = self.k_c_packets.val();
                     self.cnt_amount.next = 1.into();
-                    self.state.d.next = State::CountBytes;
+                    // The byte count follows in the next cycle, beside `Idle`.
+                    self.cb_pend.d.next = true;
+                    self.cb_amount.d.next = 0.into();
+                    if !self.is_cm.q.val() {
+                        self.cb_amount.d.next = bit_cast::<16, 32>(self.d_plen.val());
+                    }
+                    self.state.d.next = State::Idle;
                 }
-            }
-            State::CountBytes => {
-                self.cnt_valid.next = true;
-                self.cnt_index.next = self.k_c_bytes.val();
-                if !self.is_cm.q.val() {
-                    self.cnt_amount.next = bit_cast::<16, 32>(self.d_plen.val());
-                }
-                self.inc.next = true;
-                self.state.d.next = State::Idle;
             }
             State::Refuse => {
                 self.ev_valid.next = true;
@@ -1180,6 +1247,70 @@ impl<const C: usize> Logic for TxEngine<C> {
             }
         }
 
+        // ---- A sent frame's byte count, one cycle after its packet count (the next state,
+        // `Idle`, makes no counter operation); the descriptor is then done.
+        if self.cb_pend.q.val() {
+            self.cnt_valid.next = true;
+            self.cnt_index.next = self.k_c_bytes.val();
+            self.cnt_amount.next = self.cb_amount.q.val();
+            self.inc.next = true;
+        }
+
+        // ---- Descriptor prefetch. While the machine above works on one descriptor, the next
+        // is read into `pf` and then waits in `hold`, so that back-to-back descriptors do not
+        // pay for their own fetch. The read channel is shared: the machine's CM and payload
+        // reads go first, and at most one read of each is outstanding. Data comes back in
+        // request order, so `pf_first` (the prefetch read is the older one) says whose beats
+        // arrive. A prefetch read starts only when `pf` is empty, so its beats always have a
+        // place and never block a payload read behind them.
+        self.m_req.next = (self.state.q.val() == State::CmReq)
+            | ((self.state.q.val() == State::PayReq) & self.wh_free.val());
+        self.m_out.next =
+            (self.state.q.val() == State::CmData) | (self.state.q.val() == State::PayData);
+        self.to_pf.next = self.pf_busy.q.val() & (self.pf_first.q.val() | !self.m_out.val());
+        self.pf_want.next = self.enable.val()
+            & (self.txq_log_size.val() != 0_u64)
+            & (self.fetch.q.val() != self.txq_tail.val())
+            & !self.pf_busy.q.val()
+            & !self.pf_done.q.val()
+            & self.pf_arm.q.val()
+            & !self.txq_reset.val();
+        self.pf_grant.next = self.pf_want.val() & !self.m_req.val() & self.rd_req_ready.val();
+        if self.pf_want.val() & !self.m_req.val() {
+            self.rd_req_valid.next = true;
+            self.rd_req_addr.next = self.pf_addr.q.val();
+            self.rd_req_len.next = self.k_desc_len.val();
+        }
+        if self.pf_grant.val() {
+            self.pf_busy.d.next = true;
+            self.pf_first.d.next = !self.m_out.val();
+            self.fetch.d.next = self.fetch.q.val() + 1_u64;
+        }
+        if self.m_req.val() & self.rd_req_ready.val() {
+            self.pf_first.d.next = true;
+        }
+        if self.to_pf.val() {
+            self.rd_tready.next = true;
+            if self.rd_tvalid.val() {
+                self.pf.d.next = (self.pf.q.val() >> 64_u64)
+                    | (bit_cast::<512, 64>(self.rd_tdata.val()) << 448_u64);
+                if self.rd_tlast.val() {
+                    self.pf_busy.d.next = false;
+                    self.pf_stale.d.next = false;
+                    if !self.pf_stale.q.val() {
+                        self.pf_done.d.next = true;
+                        self.pf_err.d.next = self.rd_terror.val();
+                    }
+                }
+            }
+        }
+        if self.pf_done.q.val() & !self.hold_valid.q.val() {
+            self.hold.d.next = self.pf.q.val();
+            self.hold_err.d.next = self.pf_err.q.val();
+            self.hold_valid.d.next = true;
+            self.pf_done.d.next = false;
+        }
+
         // ---- Head: advanced when a descriptor is done, unless a ring reset came meanwhile
         // (the descriptor in flight then belongs to the old ring).
         if self.inc.val() {
@@ -1187,6 +1318,15 @@ impl<const C: usize> Logic for TxEngine<C> {
                 self.head.d.next = self.head.q.val() + 1_u64;
             }
             self.stale.d.next = false;
+        }
+        if self.txq_reset.val() | self.reset.val() {
+            // Prefetched descriptors belong to the old ring; a read still in flight is
+            // drained and dropped.
+            self.fetch.d.next = 0.into();
+            self.pf_done.d.next = false;
+            self.hold_valid.d.next = false;
+            self.pf_stale.d.next = self.pf_busy.q.val()
+                & !(self.to_pf.val() & self.rd_tvalid.val() & self.rd_tlast.val());
         }
         if self.txq_reset.val() {
             self.head.d.next = 0.into();
@@ -1198,9 +1338,14 @@ impl<const C: usize> Logic for TxEngine<C> {
             self.stale.d.next = false;
             self.j_valid.d.next = false;
             self.streaming.d.next = false;
+            self.pend.d.next = false;
             self.wh.d.next = 0.into();
         }
-        self.busy.next = (self.state.q.val() != State::Idle) | !self.b_idle.val() | self.want.val();
+        self.busy.next = (self.state.q.val() != State::Idle)
+            | !self.b_idle.val()
+            | self.want.val()
+            | self.pf_busy.q.val()
+            | self.cb_pend.q.val();
     }
 }
 
@@ -1348,7 +1493,7 @@ impl Logic for TxPath {
         self.m_tlast.next = self.builder.m_tlast.val();
         self.builder.m_tready.next = self.m_tready.val();
         // The builder is ready for a request only when idle, i.e. once its last frame is out.
-        self.busy.next = self.engine.busy.val() | !self.builder.req_ready.val();
+        self.busy.next = self.engine.busy.val() | self.builder.busy.val();
     }
 }
 

@@ -4,35 +4,32 @@
 //! checksum or IPv6, UDP (checksum 0), BTH, the transport header, the payload realigned behind
 //! the headers, and the ICRC.
 //!
-//! Structure, one 64-bit beat per cycle:
-//! - accept: the request is registered; next cycle the header vector (≤ 128 bytes, big-endian)
-//!   and the IPv4 checksum are assembled from it;
-//! - generate: beat k takes header bytes below `hlen`, payload bytes behind them (a carry
-//!   register realigns the payload stream, which is packed from lane 0), zeros elsewhere;
-//! - ICRC: the generated beats feed the same realigned CRC as the RX parser (shift by 6 bytes,
-//!   or 2 behind a VLAN tag, variant fields forced to ones); one extra generated beat of zeros
-//!   flushes it;
-//! - output: a three-stage elastic buffer, deep enough that generation can run ahead to the
-//!   flush while the beats holding the ICRC wait; those beats are offered only once the CRC is
-//!   complete, and the ICRC bytes are written into their lanes on the way out.
+//! A pipeline, one 64-bit beat per cycle, in which consecutive frames overlap so that
+//! back-to-back frames leave with no idle cycle between them:
+//! - request: the request is registered (`r_*`) whenever that register is free;
+//! - assembly: the header vector (≤ 128 bytes, big-endian), the IPv4 checksum and the frame's
+//!   lengths are built from it into the next-frame registers (`nx_*`);
+//! - generation: beat k takes header bytes below `hlen`, payload bytes behind them (a carry
+//!   register realigns the payload stream, which is packed from lane 0), zeros elsewhere. The
+//!   next frame is loaded in the cycle that generates the last beat of the one before;
+//! - ICRC: the generated beats, realigned as in the RX parser (shift by 6 bytes, or 2 behind a
+//!   VLAN tag, variant fields forced to ones), are registered and then fed to the CRC step. A
+//!   frame's last step (its final bytes, from a flush register) runs in the cycle after its
+//!   last beat, while the next frame's first two beats (which carry no ICRC bytes) are
+//!   generated, so the two frames never need the CRC step in the same cycle;
+//! - output: a three-stage elastic buffer. Each beat carries its frame's parity; two output
+//!   contexts (frame length, beat count, ICRC) by parity let one frame drain while the next
+//!   is generated. A beat holding ICRC lanes is offered only once its frame's CRC is complete.
 //!
 //! Back-pressure: generation stops when the buffer is full or a needed payload beat is
 //! missing; the output follows AXI4-Stream rules (a beat, once offered, stays until taken).
-//! Between frames the builder spends about three cycles (assembly and drain); overlapping them
-//! with the next frame is a planned step.
+//! The payload stream is the concatenation of the frames' payloads in request order.
 
 use crate::crc::Crc32Beat;
 use crate::rx_parse::{CRC_AFTER_LRH, stream_mask};
 use ferroce_proto::model::TX_TTL;
 use ferroce_proto::wire::{bth, ethernet, ip};
 use rust_hdl::prelude::*;
-
-#[derive(LogicState, Debug, Copy, Clone, PartialEq)]
-enum Phase {
-    Idle,
-    Assemble,
-    Run,
-}
 
 /// The TX frame builder.
 #[derive(LogicBlock)]
@@ -99,6 +96,8 @@ pub struct TxFrameBuilder {
     pub m_tlast: Signal<Out, Bit>,
     /// The receiver takes the beat.
     pub m_tready: Signal<In, Bit>,
+    /// A request, a frame or a beat is still inside.
+    pub busy: Signal<Out, Bit>,
 
     k_crc_lrh: Constant<Bits<32>>,
     k_vlan: Constant<Bits<16>>,
@@ -110,7 +109,8 @@ pub struct TxFrameBuilder {
     k_mask_v4: [Constant<Bits<64>>; 8],
     k_mask_v6: [Constant<Bits<64>>; 8],
 
-    phase: DFF<Phase>,
+    // The registered request.
+    r_valid: DFF<Bit>,
     r_dst_mac: DFF<Bits<48>>,
     r_src_mac: DFF<Bits<48>>,
     r_vlan: DFF<Bit>,
@@ -129,6 +129,24 @@ pub struct TxFrameBuilder {
     r_th: DFF<Bits<384>>,
     r_thlen: DFF<Bits<16>>,
     r_plen: DFF<Bits<16>>,
+
+    // The next frame, assembled.
+    nx_valid: DFF<Bit>,
+    nx_hdr: DFF<Bits<1024>>,
+    nx_hlen: DFF<Bits<16>>,
+    nx_hbeat: DFF<Bits<13>>,
+    nx_rsh: DFF<Bits<3>>,
+    nx_flen: DFF<Bits<16>>,
+    nx_nbeats: DFF<Bits<13>>,
+    nx_pay_beats: DFF<Bits<13>>,
+    nx_vtotal: DFF<Bits<17>>,
+    nx_vlan: DFF<Bit>,
+    nx_v6: DFF<Bit>,
+    nx_plen: DFF<Bits<16>>,
+
+    // The frame being generated.
+    g_valid: DFF<Bit>,
+    g_par: DFF<Bit>,
     hdr: DFF<Bits<1024>>,
     hlen: DFF<Bits<16>>,
     hbeat: DFF<Bits<13>>,
@@ -137,32 +155,65 @@ pub struct TxFrameBuilder {
     nbeats: DFF<Bits<13>>,
     pay_beats: DFF<Bits<13>>,
     vtotal: DFF<Bits<17>>,
+    g_vlan: DFF<Bit>,
+    g_v6: DFF<Bit>,
+    g_plen: DFF<Bits<16>>,
     k: DFF<Bits<13>>,
     consumed: DFF<Bits<13>>,
     carry: DFF<Bits<64>>,
     prev: DFF<Bits<64>>,
     vj: DFF<Bits<13>>,
+
+    // A finished frame's last ICRC step, waiting one cycle for the CRC step.
+    fl_pend: DFF<Bit>,
+    fl_raw: DFF<Bits<64>>,
+    fl_j: DFF<Bits<13>>,
+    fl_vtotal: DFF<Bits<17>>,
+    fl_v6: DFF<Bit>,
+    fl_par: DFF<Bit>,
+
+    // The CRC step's input register and the running CRC.
+    vp_go: DFF<Bit>,
+    vp_final: DFF<Bit>,
+    vp_par: DFF<Bit>,
+    vp_data: DFF<Bits<64>>,
+    vp_lanes: DFF<Bits<8>>,
     crc: DFF<Bits<32>>,
+
+    // Output contexts by frame parity.
+    o0_live: DFF<Bit>,
+    o0_done: DFF<Bit>,
+    o0_flen: DFF<Bits<16>>,
+    o0_nbeats: DFF<Bits<13>>,
+    o0_crc: DFF<Bits<32>>,
+    o1_live: DFF<Bit>,
+    o1_done: DFF<Bit>,
+    o1_flen: DFF<Bits<16>>,
+    o1_nbeats: DFF<Bits<13>>,
+    o1_crc: DFF<Bits<32>>,
+
+    // The output buffer.
     d1_valid: DFF<Bit>,
     d1_data: DFF<Bits<64>>,
     d1_k: DFF<Bits<13>>,
     d1_icrc: DFF<Bit>,
+    d1_par: DFF<Bit>,
     d2_valid: DFF<Bit>,
     d2_data: DFF<Bits<64>>,
     d2_k: DFF<Bits<13>>,
     d2_icrc: DFF<Bit>,
+    d2_par: DFF<Bit>,
     d3_valid: DFF<Bit>,
     d3_data: DFF<Bits<64>>,
     d3_k: DFF<Bits<13>>,
     d3_icrc: DFF<Bit>,
-    crc_done: DFF<Bit>,
-    vp_go: DFF<Bit>,
-    vp_flush: DFF<Bit>,
-    vp_data: DFF<Bits<64>>,
-    vp_base: DFF<Bits<16>>,
+    d3_par: DFF<Bit>,
     crc_unit: Crc32Beat,
 
-    advance: Signal<Local, Bit>,
+    load: Signal<Local, Bit>,
+    nx_free: Signal<Local, Bit>,
+    last_push: Signal<Local, Bit>,
+    o_free: Signal<Local, Bit>,
     cksum: Signal<Local, Bits<16>>,
     pay_ok: Signal<Local, Bit>,
     out_ok: Signal<Local, Bit>,
@@ -173,7 +224,6 @@ pub struct TxFrameBuilder {
     mv12: Signal<Local, Bit>,
     free1: Signal<Local, Bit>,
     push: Signal<Local, Bit>,
-    flush: Signal<Local, Bit>,
     running: Signal<Local, Bit>,
     aligned: Signal<Local, Bits<64>>,
     need_pay: Signal<Local, Bit>,
@@ -193,10 +243,21 @@ pub struct TxFrameBuilder {
     hl: Signal<Local, Bits<16>>,
     sum: Signal<Local, Bits<20>>,
     word: Signal<Local, Bits<16>>,
-    v_data: Signal<Local, Bits<64>>,
     v_go: Signal<Local, Bit>,
+    v_src: Signal<Local, Bits<64>>,
+    v_data: Signal<Local, Bits<64>>,
+    v_j: Signal<Local, Bits<13>>,
+    v_v6: Signal<Local, Bit>,
+    v_vt: Signal<Local, Bits<17>>,
+    v_base: Signal<Local, Bits<16>>,
     v_lanes: Signal<Local, Bits<8>>,
     v_pos: Signal<Local, Bits<17>>,
+    fl_next: Signal<Local, Bits<64>>,
+    o_flen: Signal<Local, Bits<16>>,
+    o_nbeats: Signal<Local, Bits<13>>,
+    o_crc: Signal<Local, Bits<32>>,
+    o_done: Signal<Local, Bit>,
+    last3: Signal<Local, Bit>,
     icrc: Signal<Local, Bits<32>>,
     out_data: Signal<Local, Bits<64>>,
     out_keep: Signal<Local, Bits<8>>,
@@ -242,6 +303,7 @@ impl Default for TxFrameBuilder {
             m_tvalid: Default::default(),
             m_tlast: Default::default(),
             m_tready: Default::default(),
+            busy: Default::default(),
             k_crc_lrh: k(CRC_AFTER_LRH as u64),
             k_vlan: k(ethernet::ETHERTYPE_VLAN as u64),
             k_ipv4: k(ethernet::ETHERTYPE_IPV4 as u64),
@@ -251,7 +313,7 @@ impl Default for TxFrameBuilder {
             k_pkey: k(bth::DEFAULT_PKEY as u64),
             k_mask_v4: core::array::from_fn(|j| k(stream_mask(false, j))),
             k_mask_v6: core::array::from_fn(|j| k(stream_mask(true, j))),
-            phase: Default::default(),
+            r_valid: Default::default(),
             r_dst_mac: Default::default(),
             r_src_mac: Default::default(),
             r_vlan: Default::default(),
@@ -270,6 +332,20 @@ impl Default for TxFrameBuilder {
             r_th: Default::default(),
             r_thlen: Default::default(),
             r_plen: Default::default(),
+            nx_valid: Default::default(),
+            nx_hdr: Default::default(),
+            nx_hlen: Default::default(),
+            nx_hbeat: Default::default(),
+            nx_rsh: Default::default(),
+            nx_flen: Default::default(),
+            nx_nbeats: Default::default(),
+            nx_pay_beats: Default::default(),
+            nx_vtotal: Default::default(),
+            nx_vlan: Default::default(),
+            nx_v6: Default::default(),
+            nx_plen: Default::default(),
+            g_valid: Default::default(),
+            g_par: Default::default(),
             hdr: Default::default(),
             hlen: Default::default(),
             hbeat: Default::default(),
@@ -278,31 +354,56 @@ impl Default for TxFrameBuilder {
             nbeats: Default::default(),
             pay_beats: Default::default(),
             vtotal: Default::default(),
+            g_vlan: Default::default(),
+            g_v6: Default::default(),
+            g_plen: Default::default(),
             k: Default::default(),
             consumed: Default::default(),
             carry: Default::default(),
             prev: Default::default(),
             vj: Default::default(),
+            fl_pend: Default::default(),
+            fl_raw: Default::default(),
+            fl_j: Default::default(),
+            fl_vtotal: Default::default(),
+            fl_v6: Default::default(),
+            fl_par: Default::default(),
+            vp_go: Default::default(),
+            vp_final: Default::default(),
+            vp_par: Default::default(),
+            vp_data: Default::default(),
+            vp_lanes: Default::default(),
             crc: Default::default(),
+            o0_live: Default::default(),
+            o0_done: Default::default(),
+            o0_flen: Default::default(),
+            o0_nbeats: Default::default(),
+            o0_crc: Default::default(),
+            o1_live: Default::default(),
+            o1_done: Default::default(),
+            o1_flen: Default::default(),
+            o1_nbeats: Default::default(),
+            o1_crc: Default::default(),
             d1_valid: Default::default(),
             d1_data: Default::default(),
             d1_k: Default::default(),
             d1_icrc: Default::default(),
+            d1_par: Default::default(),
             d2_valid: Default::default(),
             d2_data: Default::default(),
             d2_k: Default::default(),
             d2_icrc: Default::default(),
+            d2_par: Default::default(),
             d3_valid: Default::default(),
             d3_data: Default::default(),
             d3_k: Default::default(),
             d3_icrc: Default::default(),
-            crc_done: Default::default(),
-            vp_go: Default::default(),
-            vp_flush: Default::default(),
-            vp_data: Default::default(),
-            vp_base: Default::default(),
+            d3_par: Default::default(),
             crc_unit: Default::default(),
-            advance: Default::default(),
+            load: Default::default(),
+            nx_free: Default::default(),
+            last_push: Default::default(),
+            o_free: Default::default(),
             cksum: Default::default(),
             pay_ok: Default::default(),
             out_ok: Default::default(),
@@ -313,7 +414,6 @@ impl Default for TxFrameBuilder {
             mv12: Default::default(),
             free1: Default::default(),
             push: Default::default(),
-            flush: Default::default(),
             running: Default::default(),
             aligned: Default::default(),
             need_pay: Default::default(),
@@ -333,10 +433,21 @@ impl Default for TxFrameBuilder {
             hl: Default::default(),
             sum: Default::default(),
             word: Default::default(),
-            v_data: Default::default(),
             v_go: Default::default(),
+            v_src: Default::default(),
+            v_data: Default::default(),
+            v_j: Default::default(),
+            v_v6: Default::default(),
+            v_vt: Default::default(),
+            v_base: Default::default(),
             v_lanes: Default::default(),
             v_pos: Default::default(),
+            fl_next: Default::default(),
+            o_flen: Default::default(),
+            o_nbeats: Default::default(),
+            o_crc: Default::default(),
+            o_done: Default::default(),
+            last3: Default::default(),
             icrc: Default::default(),
             out_data: Default::default(),
             out_keep: Default::default(),
@@ -350,18 +461,123 @@ impl Logic for TxFrameBuilder {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, phase, r_dst_mac, r_src_mac, r_vlan, r_tci, r_v6, r_sip, r_dip, r_tos,
-            r_sport, r_dport, r_opcode, r_se, r_qp, r_ackreq, r_psn, r_th, r_thlen, r_plen, hdr,
-            hlen, hbeat, rsh, flen, nbeats, pay_beats, vtotal, k, consumed, carry, prev, vj, crc,
-            d1_valid, d1_data, d1_k, d1_icrc, d2_valid, d2_data, d2_k, d2_icrc, d3_valid, d3_data,
-            d3_k, d3_icrc, crc_done, vp_go, vp_flush, vp_data, vp_base
+            self,
+            clock,
+            r_valid,
+            r_dst_mac,
+            r_src_mac,
+            r_vlan,
+            r_tci,
+            r_v6,
+            r_sip,
+            r_dip,
+            r_tos,
+            r_sport,
+            r_dport,
+            r_opcode,
+            r_se,
+            r_qp,
+            r_ackreq,
+            r_psn,
+            r_th,
+            r_thlen,
+            r_plen,
+            nx_valid,
+            nx_hdr,
+            nx_hlen,
+            nx_hbeat,
+            nx_rsh,
+            nx_flen,
+            nx_nbeats,
+            nx_pay_beats,
+            nx_vtotal,
+            nx_vlan,
+            nx_v6,
+            nx_plen,
+            g_valid,
+            g_par,
+            hdr,
+            hlen,
+            hbeat,
+            rsh,
+            flen,
+            nbeats,
+            pay_beats,
+            vtotal,
+            g_vlan,
+            g_v6,
+            g_plen,
+            k,
+            consumed,
+            carry,
+            prev,
+            vj,
+            fl_pend,
+            fl_raw,
+            fl_j,
+            fl_vtotal,
+            fl_v6,
+            fl_par,
+            vp_go,
+            vp_final,
+            vp_par,
+            vp_data,
+            vp_lanes,
+            crc,
+            o0_live,
+            o0_done,
+            o0_flen,
+            o0_nbeats,
+            o0_crc,
+            o1_live,
+            o1_done,
+            o1_flen,
+            o1_nbeats,
+            o1_crc,
+            d1_valid,
+            d1_data,
+            d1_k,
+            d1_icrc,
+            d1_par,
+            d2_valid,
+            d2_data,
+            d2_k,
+            d2_icrc,
+            d2_par,
+            d3_valid,
+            d3_data,
+            d3_k,
+            d3_icrc,
+            d3_par
         );
-        self.req_ready.next = false;
         self.s_pay_tready.next = false;
-        self.advance.next = false;
-        self.need_pay.next = false;
 
-        // ---- Header assembly (used in the Assemble phase).
+        // ---- Request: registered whenever the register is free.
+        self.req_ready.next = !self.r_valid.q.val();
+        if self.req_valid.val() & !self.r_valid.q.val() {
+            self.r_valid.d.next = true;
+            self.r_dst_mac.d.next = self.req_dst_mac.val();
+            self.r_src_mac.d.next = self.req_src_mac.val();
+            self.r_vlan.d.next = self.req_vlan.val();
+            self.r_tci.d.next = self.req_vlan_tci.val();
+            self.r_v6.d.next = self.req_ipv6.val();
+            self.r_sip.d.next = self.req_src_ip.val();
+            self.r_dip.d.next = self.req_dst_ip.val();
+            self.r_tos.d.next = (bit_cast::<8, 6>(self.req_dscp.val()) << 2_u64)
+                | bit_cast::<8, 2>(self.req_ecn.val());
+            self.r_sport.d.next = self.req_src_port.val();
+            self.r_dport.d.next = self.req_dst_port.val();
+            self.r_opcode.d.next = self.req_opcode.val();
+            self.r_se.d.next = self.req_solicited.val().into();
+            self.r_qp.d.next = self.req_dest_conn.val();
+            self.r_ackreq.d.next = self.req_ack_req.val().into();
+            self.r_psn.d.next = self.req_psn.val();
+            self.r_th.d.next = self.req_th.val();
+            self.r_thlen.d.next = bit_cast::<16, 6>(self.req_th_len.val());
+            self.r_plen.d.next = bit_cast::<16, 14>(self.req_payload_len.val());
+        }
+
+        // ---- Header assembly from the registered request.
         self.l4_len.next = self.r_thlen.q.val() + self.r_plen.q.val() + 24_u64;
         self.eth.next = (bit_cast::<144, 48>(self.r_dst_mac.q.val()) << 96_u64)
             | (bit_cast::<144, 48>(self.r_src_mac.q.val()) << 48_u64);
@@ -431,7 +647,7 @@ impl Logic for TxFrameBuilder {
             self.hl.next = self.hl.val() + 14_u64;
         }
 
-        // ---- Generation of beat k.
+        // ---- Generation of beat k of the current frame.
         self.hdr_beat.next = 0.into();
         for b in 0_usize..16 {
             if self.k.q.val() == b.to_bits::<13>() {
@@ -445,10 +661,9 @@ impl Logic for TxFrameBuilder {
                 | (((self.hdr_beat.val() >> (56 - 8 * i).to_bits::<6>()) & 0xFF_u64)
                     << (8 * i).to_bits::<6>());
         }
-        self.running.next = self.phase.q.val() == Phase::Run;
+        self.running.next = self.g_valid.q.val();
         self.need_pay.next = self.running.val()
             & (self.k.q.val() >= self.hbeat.q.val())
-            & (self.k.q.val() < self.nbeats.q.val())
             & (self.consumed.q.val() < self.pay_beats.q.val());
         self.pay_beat.next = 0.into();
         if self.need_pay.val() {
@@ -467,198 +682,268 @@ impl Logic for TxFrameBuilder {
             if self.pos.val() < self.hlen.q.val() {
                 self.beat_out.next = self.beat_out.val()
                     | (self.lane.val() & (bits::<64>(0xFF) << (8 * i).to_bits::<6>()));
-            } else if self.pos.val() < self.hlen.q.val() + self.r_plen.q.val() {
+            } else if self.pos.val() < self.hlen.q.val() + self.g_plen.q.val() {
                 self.beat_out.next = self.beat_out.val()
                     | (self.aligned.val() & (bits::<64>(0xFF) << (8 * i).to_bits::<6>()));
             }
         }
-        // Elastic three-stage output: each stage moves on when the next one is free. A beat
-        // holding ICRC lanes is offered only once the CRC is complete (after the flush step),
-        // so it never retracts `m_tvalid`.
+
+        // ---- Output buffer: each stage moves on when the next one is free. A beat holding
+        // ICRC lanes is offered only once its frame's CRC is complete, so it never retracts
+        // `m_tvalid`.
+        if self.d3_par.q.val() {
+            self.o_flen.next = self.o1_flen.q.val();
+            self.o_nbeats.next = self.o1_nbeats.q.val();
+            self.o_crc.next = self.o1_crc.q.val();
+            self.o_done.next = self.o1_done.q.val();
+        } else {
+            self.o_flen.next = self.o0_flen.q.val();
+            self.o_nbeats.next = self.o0_nbeats.q.val();
+            self.o_crc.next = self.o0_crc.q.val();
+            self.o_done.next = self.o0_done.q.val();
+        }
         self.pay_ok.next = !self.need_pay.val() | self.s_pay_tvalid.val();
-        self.out_ok.next = !self.d3_icrc.q.val() | self.crc_done.q.val();
+        self.out_ok.next = !self.d3_icrc.q.val() | self.o_done.val();
         self.take3.next = self.d3_valid.q.val() & self.out_ok.val() & self.m_tready.val();
         self.free3.next = !self.d3_valid.q.val() | self.take3.val();
         self.mv23.next = self.d2_valid.q.val() & self.free3.val();
         self.free2.next = !self.d2_valid.q.val() | self.mv23.val();
         self.mv12.next = self.d1_valid.q.val() & self.free2.val();
         self.free1.next = !self.d1_valid.q.val() | self.mv12.val();
-        self.push.next = self.running.val()
-            & (self.k.q.val() < self.nbeats.q.val())
-            & self.free1.val()
-            & self.pay_ok.val();
-        self.flush.next = self.running.val() & (self.k.q.val() == self.nbeats.q.val());
-        self.advance.next = self.push.val() | self.flush.val();
+        self.push.next = self.running.val() & self.free1.val() & self.pay_ok.val();
+        self.last_push.next = self.push.val() & (self.k.q.val() + 1_u64 == self.nbeats.q.val());
         self.s_pay_tready.next = self.need_pay.val() & self.free1.val();
+        self.last3.next = self.d3_k.q.val() + 1_u64 == self.o_nbeats.val();
 
-        // ---- ICRC over the generated beats, realigned as in the RX parser.
-        self.v_go.next = false;
-        if self.r_vlan.q.val() {
-            self.v_go.next = self.k.q.val() >= 3_u64;
-            self.v_data.next = (self.prev.q.val() >> 16_u64) | (self.beat_out.val() << 48_u64);
+        // ---- The next frame: loaded when the generator is free (or finishing its last beat)
+        // and the output context of its parity has drained; assembled when `nx` is free.
+        if self.g_par.q.val() {
+            self.o_free.next = !self.o0_live.q.val();
         } else {
-            self.v_go.next = self.k.q.val() >= 2_u64;
-            self.v_data.next = (self.prev.q.val() >> 48_u64) | (self.beat_out.val() << 16_u64);
+            self.o_free.next = !self.o1_live.q.val();
         }
+        self.load.next = self.nx_valid.q.val()
+            & (!self.g_valid.q.val() | self.last_push.val())
+            & self.o_free.val();
+        self.nx_free.next = !self.nx_valid.q.val() | self.load.val();
+        if self.r_valid.q.val() & self.nx_free.val() {
+            self.r_valid.d.next = false;
+            self.nx_valid.d.next = true;
+            if self.r_vlan.q.val() {
+                self.nx_hdr.d.next =
+                    (bit_cast::<1024, 144>(self.eth.val()) << 880_u64) | (self.l3.val() >> 144_u64);
+            } else {
+                self.nx_hdr.d.next = (bit_cast::<1024, 144>(self.eth.val() >> 32_u64) << 912_u64)
+                    | (self.l3.val() >> 112_u64);
+            }
+            self.nx_hlen.d.next = self.hl.val();
+            self.nx_hbeat.d.next = bit_cast::<13, 16>(self.hl.val() >> 3_u64);
+            self.nx_rsh.d.next = bit_cast::<3, 16>(self.hl.val());
+            self.nx_flen.d.next = self.hl.val() + self.r_plen.q.val() + 4_u64;
+            self.nx_nbeats.d.next =
+                bit_cast::<13, 16>((self.hl.val() + self.r_plen.q.val() + 11_u64) >> 3_u64);
+            self.nx_pay_beats.d.next = bit_cast::<13, 16>((self.r_plen.q.val() + 7_u64) >> 3_u64);
+            if self.r_v6.q.val() {
+                self.nx_vtotal.d.next = bit_cast::<17, 16>(self.l4_len.val()) + 44_u64;
+            } else {
+                self.nx_vtotal.d.next = bit_cast::<17, 16>(self.l4_len.val()) + 24_u64;
+            }
+            self.nx_vlan.d.next = self.r_vlan.q.val();
+            self.nx_v6.d.next = self.r_v6.q.val();
+            self.nx_plen.d.next = self.r_plen.q.val();
+        } else if self.load.val() {
+            self.nx_valid.d.next = false;
+        }
+
+        // ---- ICRC input: the realigned beat, or a finished frame's flush (its last beat's
+        // remaining bytes), with the variant fields forced to ones.
+        if self.g_vlan.q.val() {
+            self.v_go.next = self.push.val() & (self.k.q.val() >= 3_u64);
+            self.v_src.next = (self.prev.q.val() >> 16_u64) | (self.beat_out.val() << 48_u64);
+            self.fl_next.next = self.beat_out.val() >> 16_u64;
+        } else {
+            self.v_go.next = self.push.val() & (self.k.q.val() >= 2_u64);
+            self.v_src.next = (self.prev.q.val() >> 48_u64) | (self.beat_out.val() << 16_u64);
+            self.fl_next.next = self.beat_out.val() >> 48_u64;
+        }
+        self.v_j.next = self.vj.q.val();
+        self.v_v6.next = self.g_v6.q.val();
+        self.v_vt.next = self.vtotal.q.val();
+        if self.fl_pend.q.val() {
+            // The frame after it is at its first two beats, which make no CRC step.
+            self.v_src.next = self.fl_raw.q.val();
+            self.v_j.next = self.fl_j.q.val();
+            self.v_v6.next = self.fl_v6.q.val();
+            self.v_vt.next = self.fl_vtotal.q.val();
+        }
+        self.v_data.next = self.v_src.val();
         for j in 0_usize..8 {
-            if self.vj.q.val() == j.to_bits::<13>() {
-                if self.r_v6.q.val() {
+            if self.v_j.val() == j.to_bits::<13>() {
+                if self.v_v6.val() {
                     self.v_data.next = self.v_data.val() | self.k_mask_v6[j].val();
                 } else {
                     self.v_data.next = self.v_data.val() | self.k_mask_v4[j].val();
                 }
             }
         }
-        // The realigned beat is registered; the CRC step runs on it in the next cycle, so the
-        // header and payload selection above never sits in front of the CRC.
+        self.v_base.next = bit_cast::<16, 13>(self.v_j.val()) << 3_u64;
         self.v_lanes.next = 0.into();
         for i in 0_usize..8 {
-            self.v_pos.next = bit_cast::<17, 16>(self.vp_base.q.val()) + i.to_bits::<17>();
-            if self.vp_go.q.val() & (self.v_pos.val() < self.vtotal.q.val()) {
+            self.v_pos.next = bit_cast::<17, 16>(self.v_base.val()) + i.to_bits::<17>();
+            if self.v_pos.val() < self.v_vt.val() {
                 self.v_lanes.next = self.v_lanes.val().replace_bit(i, true);
             }
         }
+        // The realigned beat is registered; the CRC step runs on it in the next cycle, so the
+        // header and payload selection above never sits in front of the CRC.
+        self.vp_go.d.next = self.v_go.val() | self.fl_pend.q.val();
+        self.vp_final.d.next = self.fl_pend.q.val();
+        self.vp_par.d.next = self.g_par.q.val();
+        if self.fl_pend.q.val() {
+            self.vp_par.d.next = self.fl_par.q.val();
+        }
+        self.vp_data.d.next = self.v_data.val();
+        self.vp_lanes.d.next = self.v_lanes.val();
+        self.fl_pend.d.next = false;
+
+        // ---- CRC step. A frame's final step hands its CRC to the output context of its
+        // parity and leaves the running CRC at its start value for the next frame.
         self.crc_unit.crc_in.next = self.crc.q.val();
         self.crc_unit.data.next = self.vp_data.q.val();
-        self.crc_unit.lanes.next = self.v_lanes.val();
-        self.vp_go.d.next = false;
-        self.vp_flush.d.next = false;
+        self.crc_unit.lanes.next = self.vp_lanes.q.val();
         if self.vp_go.q.val() {
-            self.crc.d.next = self.crc_unit.crc_out.val();
-        }
-        if self.vp_flush.q.val() {
-            self.crc_done.d.next = true;
+            if self.vp_final.q.val() {
+                self.crc.d.next = self.k_crc_lrh.val();
+                if self.vp_par.q.val() {
+                    self.o1_crc.d.next = self.crc_unit.crc_out.val();
+                    self.o1_done.d.next = true;
+                } else {
+                    self.o0_crc.d.next = self.crc_unit.crc_out.val();
+                    self.o0_done.d.next = true;
+                }
+            } else {
+                self.crc.d.next = self.crc_unit.crc_out.val();
+            }
         }
 
-        // ---- Phases.
-        match self.phase.q.val() {
-            Phase::Idle => {
-                self.req_ready.next = true;
-                if self.req_valid.val() {
-                    self.r_dst_mac.d.next = self.req_dst_mac.val();
-                    self.r_src_mac.d.next = self.req_src_mac.val();
-                    self.r_vlan.d.next = self.req_vlan.val();
-                    self.r_tci.d.next = self.req_vlan_tci.val();
-                    self.r_v6.d.next = self.req_ipv6.val();
-                    self.r_sip.d.next = self.req_src_ip.val();
-                    self.r_dip.d.next = self.req_dst_ip.val();
-                    self.r_tos.d.next = (bit_cast::<8, 6>(self.req_dscp.val()) << 2_u64)
-                        | bit_cast::<8, 2>(self.req_ecn.val());
-                    self.r_sport.d.next = self.req_src_port.val();
-                    self.r_dport.d.next = self.req_dst_port.val();
-                    self.r_opcode.d.next = self.req_opcode.val();
-                    self.r_se.d.next = self.req_solicited.val().into();
-                    self.r_qp.d.next = self.req_dest_conn.val();
-                    self.r_ackreq.d.next = self.req_ack_req.val().into();
-                    self.r_psn.d.next = self.req_psn.val();
-                    self.r_th.d.next = self.req_th.val();
-                    self.r_thlen.d.next = bit_cast::<16, 6>(self.req_th_len.val());
-                    self.r_plen.d.next = bit_cast::<16, 14>(self.req_payload_len.val());
-                    self.phase.d.next = Phase::Assemble;
+        // ---- Generator and buffer moves.
+        if self.take3.val() {
+            self.d3_valid.d.next = false;
+            if self.last3.val() {
+                if self.d3_par.q.val() {
+                    self.o1_live.d.next = false;
+                } else {
+                    self.o0_live.d.next = false;
                 }
             }
-            Phase::Assemble => {
-                if self.r_vlan.q.val() {
-                    self.hdr.d.next = (bit_cast::<1024, 144>(self.eth.val()) << 880_u64)
-                        | (self.l3.val() >> 144_u64);
-                } else {
-                    self.hdr.d.next = (bit_cast::<1024, 144>(self.eth.val() >> 32_u64) << 912_u64)
-                        | (self.l3.val() >> 112_u64);
-                }
-                self.hlen.d.next = self.hl.val();
-                self.hbeat.d.next = bit_cast::<13, 16>(self.hl.val() >> 3_u64);
-                self.rsh.d.next = bit_cast::<3, 16>(self.hl.val());
-                self.flen.d.next = self.hl.val() + self.r_plen.q.val() + 4_u64;
-                self.nbeats.d.next =
-                    bit_cast::<13, 16>((self.hl.val() + self.r_plen.q.val() + 11_u64) >> 3_u64);
-                self.pay_beats.d.next = bit_cast::<13, 16>((self.r_plen.q.val() + 7_u64) >> 3_u64);
-                if self.r_v6.q.val() {
-                    self.vtotal.d.next = bit_cast::<17, 16>(self.l4_len.val()) + 44_u64;
-                } else {
-                    self.vtotal.d.next = bit_cast::<17, 16>(self.l4_len.val()) + 24_u64;
-                }
-                self.k.d.next = 0.into();
-                self.consumed.d.next = 0.into();
-                self.carry.d.next = 0.into();
-                self.prev.d.next = 0.into();
-                self.vj.d.next = 1.into();
+        }
+        if self.mv23.val() {
+            self.d3_valid.d.next = true;
+            self.d3_data.d.next = self.d2_data.q.val();
+            self.d3_k.d.next = self.d2_k.q.val();
+            self.d3_icrc.d.next = self.d2_icrc.q.val();
+            self.d3_par.d.next = self.d2_par.q.val();
+            self.d2_valid.d.next = false;
+        }
+        if self.mv12.val() {
+            self.d2_valid.d.next = true;
+            self.d2_data.d.next = self.d1_data.q.val();
+            self.d2_k.d.next = self.d1_k.q.val();
+            self.d2_icrc.d.next = self.d1_icrc.q.val();
+            self.d2_par.d.next = self.d1_par.q.val();
+            self.d1_valid.d.next = false;
+        }
+        if self.push.val() {
+            self.d1_valid.d.next = true;
+            self.d1_data.d.next = self.beat_out.val();
+            self.d1_k.d.next = self.k.q.val();
+            self.d1_icrc.d.next =
+                (bit_cast::<16, 13>(self.k.q.val()) << 3_u64) + 8_u64 > self.flen.q.val() - 4_u64;
+            self.d1_par.d.next = self.g_par.q.val();
+            if self.need_pay.val() {
+                self.carry.d.next = self.s_pay_tdata.val();
+                self.consumed.d.next = self.consumed.q.val() + 1_u64;
+            }
+            self.prev.d.next = self.beat_out.val();
+            if self.v_go.val() {
+                self.vj.d.next = self.vj.q.val() + 1_u64;
+            }
+            self.k.d.next = self.k.q.val() + 1_u64;
+        }
+        if self.last_push.val() {
+            self.g_valid.d.next = false;
+            self.fl_pend.d.next = true;
+            self.fl_raw.d.next = self.fl_next.val();
+            self.fl_j.d.next = self.vj.q.val();
+            if self.v_go.val() {
+                self.fl_j.d.next = self.vj.q.val() + 1_u64;
+            }
+            self.fl_vtotal.d.next = self.vtotal.q.val();
+            self.fl_v6.d.next = self.g_v6.q.val();
+            self.fl_par.d.next = self.g_par.q.val();
+        }
+        if self.load.val() {
+            self.g_valid.d.next = true;
+            self.g_par.d.next = !self.g_par.q.val();
+            self.hdr.d.next = self.nx_hdr.q.val();
+            self.hlen.d.next = self.nx_hlen.q.val();
+            self.hbeat.d.next = self.nx_hbeat.q.val();
+            self.rsh.d.next = self.nx_rsh.q.val();
+            self.flen.d.next = self.nx_flen.q.val();
+            self.nbeats.d.next = self.nx_nbeats.q.val();
+            self.pay_beats.d.next = self.nx_pay_beats.q.val();
+            self.vtotal.d.next = self.nx_vtotal.q.val();
+            self.g_vlan.d.next = self.nx_vlan.q.val();
+            self.g_v6.d.next = self.nx_v6.q.val();
+            self.g_plen.d.next = self.nx_plen.q.val();
+            self.k.d.next = 0.into();
+            self.consumed.d.next = 0.into();
+            self.carry.d.next = 0.into();
+            self.prev.d.next = 0.into();
+            self.vj.d.next = 1.into();
+            if !self.g_valid.q.val() & !self.fl_pend.q.val() & !self.vp_go.q.val() {
+                // No frame's CRC in flight: start from a clean value (also after power-up).
                 self.crc.d.next = self.k_crc_lrh.val();
-                self.crc_done.d.next = false;
-                self.vp_go.d.next = false;
-                self.vp_flush.d.next = false;
-                self.phase.d.next = Phase::Run;
             }
-            Phase::Run => {
-                if self.advance.val() {
-                    if self.need_pay.val() {
-                        self.carry.d.next = self.s_pay_tdata.val();
-                        self.consumed.d.next = self.consumed.q.val() + 1_u64;
-                    }
-                    self.prev.d.next = self.beat_out.val();
-                    if self.v_go.val() {
-                        self.vp_go.d.next = true;
-                        self.vp_data.d.next = self.v_data.val();
-                        self.vp_base.d.next = bit_cast::<16, 13>(self.vj.q.val()) << 3_u64;
-                        self.vj.d.next = self.vj.q.val() + 1_u64;
-                    }
-                    self.k.d.next = self.k.q.val() + 1_u64;
-                }
-                if self.flush.val() {
-                    // The flush beat reaches the CRC step next cycle; then the CRC is complete.
-                    self.vp_flush.d.next = true;
-                }
-                if self.take3.val() {
-                    self.d3_valid.d.next = false;
-                    if self.d3_k.q.val() + 1_u64 == self.nbeats.q.val() {
-                        self.phase.d.next = Phase::Idle;
-                    }
-                }
-                if self.mv23.val() {
-                    self.d3_valid.d.next = true;
-                    self.d3_data.d.next = self.d2_data.q.val();
-                    self.d3_k.d.next = self.d2_k.q.val();
-                    self.d3_icrc.d.next = self.d2_icrc.q.val();
-                    self.d2_valid.d.next = false;
-                }
-                if self.mv12.val() {
-                    self.d2_valid.d.next = true;
-                    self.d2_data.d.next = self.d1_data.q.val();
-                    self.d2_k.d.next = self.d1_k.q.val();
-                    self.d2_icrc.d.next = self.d1_icrc.q.val();
-                    self.d1_valid.d.next = false;
-                }
-                if self.push.val() {
-                    self.d1_valid.d.next = true;
-                    self.d1_data.d.next = self.beat_out.val();
-                    self.d1_k.d.next = self.k.q.val();
-                    self.d1_icrc.d.next = (bit_cast::<16, 13>(self.k.q.val()) << 3_u64) + 8_u64
-                        > self.flen.q.val() - 4_u64;
-                }
-            }
-            _ => {
-                self.phase.d.next = Phase::Idle;
+            if self.g_par.q.val() {
+                self.o0_live.d.next = true;
+                self.o0_done.d.next = false;
+                self.o0_flen.d.next = self.nx_flen.q.val();
+                self.o0_nbeats.d.next = self.nx_nbeats.q.val();
+            } else {
+                self.o1_live.d.next = true;
+                self.o1_done.d.next = false;
+                self.o1_flen.d.next = self.nx_flen.q.val();
+                self.o1_nbeats.d.next = self.nx_nbeats.q.val();
             }
         }
         if self.reset.val() {
-            self.phase.d.next = Phase::Idle;
+            self.r_valid.d.next = false;
+            self.nx_valid.d.next = false;
+            self.g_valid.d.next = false;
+            self.fl_pend.d.next = false;
+            self.vp_go.d.next = false;
+            self.crc.d.next = self.k_crc_lrh.val();
+            self.o0_live.d.next = false;
+            self.o1_live.d.next = false;
             self.d1_valid.d.next = false;
             self.d2_valid.d.next = false;
             self.d3_valid.d.next = false;
         }
 
-        // ---- Output: the delayed beat with the ICRC written into its lanes.
-        self.icrc.next = !self.crc.q.val();
-        self.icrc_at.next = self.flen.q.val() - 4_u64;
+        // ---- Output: the oldest beat with its frame's ICRC written into its lanes.
+        self.icrc.next = !self.o_crc.val();
+        self.icrc_at.next = self.o_flen.val() - 4_u64;
         self.out_data.next = self.d3_data.q.val();
         self.out_keep.next = 0.into();
         for i in 0_usize..8 {
             self.byte_index.next =
                 (bit_cast::<16, 13>(self.d3_k.q.val()) << 3_u64) + i.to_bits::<16>();
-            if self.byte_index.val() < self.flen.q.val() {
+            if self.byte_index.val() < self.o_flen.val() {
                 self.out_keep.next = self.out_keep.val().replace_bit(i, true);
             }
             if (self.byte_index.val() >= self.icrc_at.val())
-                & (self.byte_index.val() < self.flen.q.val())
+                & (self.byte_index.val() < self.o_flen.val())
             {
                 self.out_data.next = (self.out_data.val()
                     & !(bits::<64>(0xFF) << (8 * i).to_bits::<6>()))
@@ -672,7 +957,13 @@ impl Logic for TxFrameBuilder {
         self.m_tvalid.next = self.d3_valid.q.val() & self.out_ok.val();
         self.m_tdata.next = self.out_data.val();
         self.m_tkeep.next = self.out_keep.val();
-        self.m_tlast.next =
-            self.d3_valid.q.val() & (self.d3_k.q.val() + 1_u64 == self.nbeats.q.val());
+        self.m_tlast.next = self.d3_valid.q.val() & self.last3.val();
+        self.busy.next = self.r_valid.q.val()
+            | self.nx_valid.q.val()
+            | self.g_valid.q.val()
+            | self.fl_pend.q.val()
+            | self.vp_go.q.val()
+            | self.o0_live.q.val()
+            | self.o1_live.q.val();
     }
 }

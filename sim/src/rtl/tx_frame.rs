@@ -153,10 +153,67 @@ impl RtlTxFrame {
 
     /// Builds one frame. `stall` (if given) randomly withholds payload beats and output
     /// readiness to exercise back-pressure.
-    pub fn build(&mut self, req: &TxRequest, mut stall: Option<&mut Rng>) -> Vec<u8> {
-        while self.rtl.get_u64(self.p.ready) == 0 {
+    pub fn build(&mut self, req: &TxRequest, stall: Option<&mut Rng>) -> Vec<u8> {
+        self.build_burst(core::slice::from_ref(req), stall)
+            .pop()
+            .expect("one frame")
+    }
+
+    /// Builds `reqs` back to back: each request is offered as soon as the builder takes the
+    /// one before, and the payloads follow one another on the payload stream. Returns the
+    /// frames in order. `stall` as in [`RtlTxFrame::build`].
+    pub fn build_burst(&mut self, reqs: &[TxRequest], mut stall: Option<&mut Rng>) -> Vec<Vec<u8>> {
+        let beats: Vec<u64> = reqs
+            .iter()
+            .flat_map(|r| {
+                r.payload.chunks(8).map(|c| {
+                    let mut l = [0u8; 8];
+                    l[..c.len()].copy_from_slice(c);
+                    u64::from_le_bytes(l)
+                })
+            })
+            .collect();
+        let mut offered = 0;
+        let mut next = 0;
+        let mut frames = Vec::new();
+        let mut cur = Vec::new();
+        for _ in 0..100_000 * reqs.len().max(1) {
+            if frames.len() == reqs.len() {
+                return frames;
+            }
+            if let Some(req) = reqs.get(offered) {
+                self.offer(req);
+            }
+            self.rtl
+                .set_u64(self.p.valid, (offered < reqs.len()) as u64);
+            let hold = stall.as_deref_mut().is_some_and(|r| r.below(4) == 0);
+            let block = stall.as_deref_mut().is_some_and(|r| r.below(4) == 0);
+            self.rtl
+                .set_u64(self.p.pay_data, beats.get(next).copied().unwrap_or(0));
+            self.rtl
+                .set_u64(self.p.pay_valid, (next < beats.len() && !hold) as u64);
+            self.rtl.set_u64(self.p.out_ready, !block as u64);
+            self.rtl.eval();
+            let took_req = offered < reqs.len() && self.rtl.get_u64(self.p.ready) == 1;
+            let took_pay = self.rtl.get_u64(self.p.pay_ready) == 1 && next < beats.len() && !hold;
+            if self.rtl.get_u64(self.p.out_valid) == 1 && !block {
+                let data = self.rtl.get_u64(self.p.data).to_le_bytes();
+                let keep = self.rtl.get_u64(self.p.keep) as u8;
+                cur.extend((0..8).filter(|i| keep >> i & 1 == 1).map(|i| data[i]));
+                if self.rtl.get_u64(self.p.last) == 1 {
+                    frames.push(core::mem::take(&mut cur));
+                }
+            }
             self.edge();
+            offered += took_req as usize;
+            next += took_pay as usize;
         }
+        self.rtl.set_u64(self.p.valid, 0);
+        panic!("only {} of {} frames complete", frames.len(), reqs.len());
+    }
+
+    /// Drives the request fields of `req`.
+    fn offer(&mut self, req: &TxRequest) {
         let mac = |m: &[u8; 6]| m.iter().fold(0u64, |a, &b| (a << 8) | b as u64);
         let set = |me: &mut Self, name: &str, v: u64| {
             let p = me.field(name);
@@ -184,47 +241,5 @@ impl RtlTxFrame {
         self.rtl.set(th, &be_words(&req.th, 384));
         set(self, "req_th_len", req.th.len() as u64);
         set(self, "req_payload_len", req.payload.len() as u64);
-        self.rtl.set_u64(self.p.valid, 1);
-        self.edge();
-        self.rtl.set_u64(self.p.valid, 0);
-
-        let beats: Vec<u64> = req
-            .payload
-            .chunks(8)
-            .map(|c| {
-                let mut l = [0u8; 8];
-                l[..c.len()].copy_from_slice(c);
-                u64::from_le_bytes(l)
-            })
-            .collect();
-        let mut next = 0;
-        let mut out = Vec::new();
-        for _ in 0..100_000 {
-            let hold = stall.as_deref_mut().is_some_and(|r| r.below(4) == 0);
-            let block = stall.as_deref_mut().is_some_and(|r| r.below(4) == 0);
-            self.rtl
-                .set_u64(self.p.pay_data, beats.get(next).copied().unwrap_or(0));
-            self.rtl
-                .set_u64(self.p.pay_valid, (next < beats.len() && !hold) as u64);
-            self.rtl.set_u64(self.p.out_ready, !block as u64);
-            self.rtl.eval();
-            let took_pay = self.rtl.get_u64(self.p.pay_ready) == 1 && next < beats.len() && !hold;
-            let out_valid = self.rtl.get_u64(self.p.out_valid) == 1;
-            let mut done = false;
-            if out_valid && !block {
-                let data = self.rtl.get_u64(self.p.data).to_le_bytes();
-                let keep = self.rtl.get_u64(self.p.keep) as u8;
-                out.extend((0..8).filter(|i| keep >> i & 1 == 1).map(|i| data[i]));
-                done = self.rtl.get_u64(self.p.last) == 1;
-            }
-            self.edge();
-            if took_pay {
-                next += 1;
-            }
-            if done {
-                return out;
-            }
-        }
-        panic!("no complete frame after 100000 cycles");
     }
 }
