@@ -7,6 +7,10 @@
 //! `FERROCE_NO_RTL=1` at build time skips Verilator altogether (model-only work builds fast).
 //! `FERROCE_TRACE=1` at build time adds VCD tracing support (slower); then `FERROCE_VCD=DIR` at
 //! run time writes one VCD file per model into DIR.
+//!
+//! The blocks of [`CYCLE_BLOCKS`] are verilated for whole-cycle stepping (see [`cycle_verilog`]):
+//! one evaluation and one call across the FFI per clock cycle instead of two evaluations and a
+//! call per port, which is most of the co-simulation's time for the whole core.
 
 use std::env;
 use std::fmt::Write as _;
@@ -127,6 +131,192 @@ fn shim(block: &str, ports: &[Port], trace: bool) -> String {
     s
 }
 
+/// Blocks verilated for whole-cycle stepping: their harness drives every port once per cycle.
+const CYCLE_BLOCKS: &[&str] = &["nic"];
+
+/// The top module of a block verilated for whole-cycle stepping.
+const CYCLE_TOP: &str = "ferroce_cycle_top";
+
+/// The suffix of the wrapper's outputs that hold each output's value from just before the
+/// last clock edge (one underscore: Verilator escapes double ones in C++ names).
+const SAMPLED: &str = "_at_edge";
+
+/// The Verilog that Verilator simulates for a block of [`CYCLE_BLOCKS`].
+///
+/// A cycle under Verilator normally takes two evaluations: one with the cycle's inputs and the
+/// clock low, after which the harness reads the outputs, and one for the rising edge. Each
+/// evaluation runs the core's whole combinational logic (rust-hdl writes each block as one
+/// `always @(*)`, and the clock reaches the children through those blocks, so Verilator
+/// re-evaluates all of it when only the clock changed). Here the clock toggles once per cycle
+/// and every edge is an active edge (`posedge` becomes `edge`: the generated Verilog uses the
+/// clock for nothing but clocking and has no `negedge`), so one evaluation applies the inputs
+/// and clocks the core. A wrapper samples every output at that edge, by non-blocking
+/// assignment, so the harness still sees the values from before the edge, exactly as a
+/// two-evaluation cycle shows them; the live outputs stay available under their own names.
+fn cycle_verilog(verilog: &str, ports: &[Port]) -> String {
+    assert!(
+        !verilog.contains("negedge"),
+        "whole-cycle stepping needs a design without negedge logic"
+    );
+    let sensitivity = "always @(posedge ";
+    assert_eq!(
+        verilog.matches("posedge").count(),
+        verilog.matches(sensitivity).count(),
+        "whole-cycle stepping expects posedge only in `always @(posedge clk)`"
+    );
+    assert_clock_only_clocks(verilog);
+    for p in ports {
+        assert!(
+            !ports
+                .iter()
+                .any(|q| q.name == format!("{}{SAMPLED}", p.name)),
+            "port name clash with the sampled copy of {}",
+            p.name
+        );
+    }
+    let mut v = verilog.replace(sensitivity, "always @(edge ");
+    let names: Vec<String> = std::iter::once("clock".to_string())
+        .chain(ports.iter().filter(|p| p.name != "clock").flat_map(|p| {
+            let sampled = (!p.input).then(|| format!("{}{SAMPLED}", p.name));
+            std::iter::once(p.name.clone()).chain(sampled)
+        }))
+        .collect();
+    writeln!(v, "\nmodule {CYCLE_TOP}({});", names.join(", ")).unwrap();
+    writeln!(v, "    input wire clock;").unwrap();
+    let mut conns = vec![".clock(clock)".to_string()];
+    for p in ports.iter().filter(|p| p.name != "clock") {
+        let (dir, name, w) = (if p.input { "input" } else { "output" }, &p.name, p.width);
+        writeln!(v, "    {dir} wire [{}:0] {name};", w - 1).unwrap();
+        if !p.input {
+            writeln!(v, "    output reg [{}:0] {name}{SAMPLED};", w - 1).unwrap();
+        }
+        conns.push(format!(".{name}({name})"));
+    }
+    writeln!(v, "    top core({});", conns.join(", ")).unwrap();
+    writeln!(v, "    always @(edge clock) begin").unwrap();
+    for p in ports.iter().filter(|p| !p.input) {
+        writeln!(v, "        {0}{SAMPLED} <= {0};", p.name).unwrap();
+    }
+    writeln!(v, "    end\nendmodule").unwrap();
+    v
+}
+
+/// Panics unless every line of `verilog` that names a clock (any identifier containing `clock`)
+/// declares it, connects it to a port, copies it to another clock (`a$clock = clock;`) or is
+/// sensitive to its rising edge: the clock is never data, so which level it has in an
+/// evaluation cannot change any value, and toggling it once per cycle is the same as a pulse.
+fn assert_clock_only_clocks(verilog: &str) {
+    let ident = |s: &str| {
+        s.contains("clock")
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+    };
+    for line in verilog
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains("clock"))
+    {
+        let declared = [
+            "input wire",
+            "output reg",
+            "output wire",
+            "wire ",
+            "reg ",
+            "module ",
+        ]
+        .iter()
+        .any(|d| line.starts_with(d));
+        let connected = line
+            .strip_prefix('.')
+            .and_then(|l| l.trim_end_matches(',').strip_suffix(')'))
+            .and_then(|l| l.split_once('('))
+            .is_some_and(|(port, signal)| ident(port) && ident(signal));
+        let copied = line
+            .strip_suffix(';')
+            .and_then(|l| l.split_once(" = "))
+            .is_some_and(|(lhs, rhs)| ident(lhs) && ident(rhs));
+        let clocked = line.starts_with("always @(posedge ") || line.starts_with("//");
+        assert!(
+            declared || connected || copied || clocked,
+            "whole-cycle stepping needs the clock used as a clock only, not in: {line}"
+        );
+    }
+}
+
+/// C statements that copy each port between the model and a packed word array (`w`), every
+/// port from a word boundary, in declaration order (`clock` left out). `suffix` names the
+/// model's member (the sampled copy of an output); inputs are masked to their width, as
+/// Verilator expects.
+fn packed_copy(ports: &[Port], input: bool, suffix: &str) -> String {
+    let mut s = String::new();
+    let mut at = 0;
+    for p in ports
+        .iter()
+        .filter(|p| p.input == input && p.name != "clock")
+    {
+        let m = format!("m->{}{suffix}", p.name);
+        let words = p.width.div_ceil(32).max(1);
+        let top_mask = if p.width % 32 == 0 {
+            "0xffffffffu".to_string()
+        } else {
+            format!("0x{:x}u", (1u64 << (p.width % 32)) - 1)
+        };
+        let line = match (c_type(p.width), input) {
+            ("wide", true) => format!(
+                "for (int i = 0; i < {words}; i++) {m}[i] = w[{at} + i]; {m}[{}] &= {top_mask};",
+                words - 1
+            ),
+            ("wide", false) => format!("for (int i = 0; i < {words}; i++) w[{at} + i] = {m}[i];"),
+            ("uint64_t", true) => format!(
+                "{m} = (uint64_t)w[{at}] | ((uint64_t)(w[{}] & {top_mask}) << 32);",
+                at + 1
+            ),
+            ("uint64_t", false) => {
+                format!(
+                    "w[{at}] = (uint32_t){m}; w[{}] = (uint32_t)({m} >> 32);",
+                    at + 1
+                )
+            }
+            (t, true) => format!("{m} = ({t})(w[{at}] & {top_mask});"),
+            (_, false) => format!("w[{at}] = {m};"),
+        };
+        writeln!(s, "  {line}").unwrap();
+        at += words;
+    }
+    s
+}
+
+/// The whole-cycle entry points of a block of [`CYCLE_BLOCKS`]: `_cycle` takes every input,
+/// clocks the model once and returns every output as sampled before the edge and as it is
+/// after; `_settle` takes every input and evaluates without a clock edge.
+fn cycle_shim(block: &str, ports: &[Port]) -> String {
+    let mut s = String::new();
+    let inputs = packed_copy(ports, true, "");
+    let live = packed_copy(ports, false, "");
+    let sampled = packed_copy(ports, false, SAMPLED);
+    writeln!(
+        s,
+        "extern \"C\" void {block}_cycle(void* p, const uint32_t* in, uint32_t* sampled, uint32_t* live) {{"
+    )
+    .unwrap();
+    writeln!(s, "  auto h = static_cast<{block}_h*>(p); auto m = h->m;").unwrap();
+    writeln!(s, "  {{ const uint32_t* w = in;\n{inputs}  }}").unwrap();
+    writeln!(s, "  m->clock = !m->clock;").unwrap();
+    writeln!(s, "  {block}_eval(p);").unwrap();
+    writeln!(s, "  {{ uint32_t* w = sampled;\n{sampled}  }}").unwrap();
+    writeln!(s, "  {{ uint32_t* w = live;\n{live}  }}\n}}").unwrap();
+    writeln!(
+        s,
+        "extern \"C\" void {block}_settle(void* p, const uint32_t* in, uint32_t* live) {{"
+    )
+    .unwrap();
+    writeln!(s, "  auto m = static_cast<{block}_h*>(p)->m;").unwrap();
+    writeln!(s, "  {{ const uint32_t* w = in;\n{inputs}  }}").unwrap();
+    writeln!(s, "  {block}_eval(p);").unwrap();
+    writeln!(s, "  {{ uint32_t* w = live;\n{live}  }}\n}}").unwrap();
+    s
+}
+
 fn verilator_root() -> Option<PathBuf> {
     let out = Command::new("verilator")
         .arg("--getenv")
@@ -195,7 +385,9 @@ fn main() {
     build
         .cpp(true)
         .flag_if_supported("-std=c++17")
-        .opt_level(2)
+        // -O3 makes the verilated code about 1.4 times faster than -O2 (wide-vector helpers get
+        // specialised to their constant bit ranges); no -march: CI runs on another machine.
+        .opt_level(3)
         .warnings(false)
         .flag_if_supported("-w")
         .include(root.join("include"))
@@ -229,10 +421,30 @@ fn main() {
             "    fn {name}_trace(p: *mut c_void, path: *const core::ffi::c_char) -> i32;"
         )
         .unwrap();
+        if CYCLE_BLOCKS.contains(name) {
+            writeln!(
+                rust,
+                "    fn {name}_cycle(p: *mut c_void, i: *const u32, s: *mut u32, l: *mut u32);"
+            )
+            .unwrap();
+            writeln!(
+                rust,
+                "    fn {name}_settle(p: *mut c_void, i: *const u32, l: *mut u32);"
+            )
+            .unwrap();
+        }
     }
     writeln!(rust, "}}\npub(crate) static BLOCKS: &[BlockInfo] = &[").unwrap();
     for (name, verilog) in &blocks {
-        let vfile = out.join(format!("{name}.v"));
+        let ports = ports(verilog);
+        let cycle = CYCLE_BLOCKS.contains(name);
+        let vfile = if cycle {
+            let f = out.join(format!("{name}_cycle.v"));
+            fs::write(&f, cycle_verilog(verilog, &ports)).unwrap();
+            f
+        } else {
+            out.join(format!("{name}.v"))
+        };
         let mdir = out.join(format!("vobj_{name}"));
         let _ = fs::remove_dir_all(&mdir);
         let mut cmd = Command::new("verilator");
@@ -242,7 +454,7 @@ fn main() {
                 "-Wno-DECLFILENAME",
                 "-Wno-fatal",
                 "--top-module",
-                "top",
+                if cycle { CYCLE_TOP } else { "top" },
             ])
             .arg("--prefix")
             .arg(format!("V{name}"))
@@ -260,17 +472,25 @@ fn main() {
             }
         }
         build.include(&mdir);
-        let ports = ports(verilog);
         let shim_path = out.join(format!("{name}_shim.cpp"));
-        fs::write(&shim_path, shim(name, &ports, trace)).unwrap();
+        let mut shim_text = shim(name, &ports, trace);
+        if cycle {
+            shim_text.push_str(&cycle_shim(name, &ports));
+        }
+        fs::write(&shim_path, shim_text).unwrap();
         build.file(&shim_path);
         writeln!(rust, "    BlockInfo {{ name: {name:?}, ports: &[").unwrap();
         for p in &ports {
             writeln!(rust, "        ({:?}, {}, {}),", p.name, p.width, p.input).unwrap();
         }
+        let cycle_fns = if cycle {
+            format!("Some(CycleFns {{ cycle: {name}_cycle, settle: {name}_settle }})")
+        } else {
+            "None".to_string()
+        };
         writeln!(
             rust,
-            "    ], new: {name}_new, free: {name}_free, eval: {name}_eval, set: {name}_set, get: {name}_get, trace: {name}_trace }},"
+            "    ], new: {name}_new, free: {name}_free, eval: {name}_eval, set: {name}_set, get: {name}_get, trace: {name}_trace, cycle: {cycle_fns} }},"
         )
         .unwrap();
     }

@@ -1,5 +1,6 @@
 //! Co-simulation speed and RTL throughput of the verilated blocks, printed as a table.
 //! Run with `cargo xtask bench-rtl` (release build). Figures, not pass/fail.
+//! `rtl-bench nic` prints the whole-core table only.
 
 use ferroce_proto::wire::{
     BthRepr, DataRepr, EthernetAddress, EthernetRepr, FrameRepr, IpRepr, Ipv4Repr, Opcode,
@@ -199,6 +200,11 @@ fn retarget(frame: &mut Vec<u8>, va: u64) {
 }
 
 fn main() {
+    // `rtl-bench nic` measures the whole core only (for profiling the co-simulation).
+    if std::env::args().nth(1).as_deref() == Some("nic") {
+        nic_figures();
+        return;
+    }
     let mut parser = match RtlParser::new(4791) {
         Ok(p) => p,
         Err(e) => {

@@ -7,8 +7,12 @@
 //! one read channel, one beat per cycle, every request accepted at once). Each call runs the
 //! clock until the core is quiescent (`busy` low for [`QUIET_CYCLES`] cycles), so the host sees
 //! the same effects at the same calls as with [`ferroce_driver::ModelNic`].
+//!
+//! The core is verilated for whole-cycle stepping ([`Rtl::cycle`]): the harness keeps every
+//! input in a [`CycleIo`] and each cycle is one evaluation and one call into the model, which
+//! returns the outputs as sampled at the clock edge.
 
-use super::{Port, Rtl, RtlError};
+use super::{CycleIo, Rtl, RtlError, Slot};
 use ferroce_driver::{Nic, NicError, SimMemory, SimPort};
 use ferroce_proto::hsi::{TableSizes, regs};
 use ferroce_proto::model::HostMemory;
@@ -20,58 +24,57 @@ pub const QUIET_CYCLES: u32 = 12;
 pub const MAX_CYCLES_PER_CALL: u64 = 20_000_000;
 
 struct Ports {
-    clock: Port,
-    reset: Port,
-    now: Port,
-    s_data: Port,
-    s_keep: Port,
-    s_valid: Port,
-    s_last: Port,
-    s_ready: Port,
-    m_data: Port,
-    m_keep: Port,
-    m_valid: Port,
-    m_last: Port,
-    m_ready: Port,
-    awaddr: Port,
-    awvalid: Port,
-    awready: Port,
-    wdata: Port,
-    wvalid: Port,
-    wready: Port,
-    bvalid: Port,
-    bready: Port,
-    araddr: Port,
-    arvalid: Port,
-    arready: Port,
-    rdata: Port,
-    rvalid: Port,
-    rready: Port,
+    reset: Slot,
+    now: Slot,
+    s_data: Slot,
+    s_keep: Slot,
+    s_valid: Slot,
+    s_last: Slot,
+    s_ready: Slot,
+    m_data: Slot,
+    m_keep: Slot,
+    m_valid: Slot,
+    m_last: Slot,
+    m_ready: Slot,
+    awaddr: Slot,
+    awvalid: Slot,
+    awready: Slot,
+    wdata: Slot,
+    wvalid: Slot,
+    wready: Slot,
+    bvalid: Slot,
+    bready: Slot,
+    araddr: Slot,
+    arvalid: Slot,
+    arready: Slot,
+    rdata: Slot,
+    rvalid: Slot,
+    rready: Slot,
     dw: [WritePorts; 2],
-    dr_req_valid: Port,
-    dr_req_ready: Port,
-    dr_req_addr: Port,
-    dr_req_len: Port,
-    dr_data: Port,
-    dr_valid: Port,
-    dr_last: Port,
-    dr_error: Port,
-    dr_ready: Port,
-    busy: Port,
+    dr_req_valid: Slot,
+    dr_req_ready: Slot,
+    dr_req_addr: Slot,
+    dr_req_len: Slot,
+    dr_data: Slot,
+    dr_valid: Slot,
+    dr_last: Slot,
+    dr_error: Slot,
+    dr_ready: Slot,
+    busy: Slot,
 }
 
 struct WritePorts {
-    req_valid: Port,
-    req_ready: Port,
-    req_addr: Port,
-    req_len: Port,
-    data: Port,
-    keep: Option<Port>,
-    valid: Port,
-    last: Port,
-    ready: Port,
-    done: Port,
-    error: Port,
+    req_valid: Slot,
+    req_ready: Slot,
+    req_addr: Slot,
+    req_len: Slot,
+    data: Slot,
+    keep: Option<Slot>,
+    valid: Slot,
+    last: Slot,
+    ready: Slot,
+    done: Slot,
+    error: Slot,
 }
 
 /// One DMA write channel's progress.
@@ -92,6 +95,17 @@ struct ReadChannel {
     beats: VecDeque<(u64, bool, bool)>,
 }
 
+/// What the harness offered the core in a cycle: whether a handshake can complete.
+#[derive(Clone, Copy)]
+struct Offered {
+    /// A MAC RX beat was valid.
+    rx_valid: bool,
+    /// Each DMA write channel could take a data beat.
+    write_ready: [bool; 2],
+    /// A DMA read response beat was valid.
+    read_valid: bool,
+}
+
 /// Activity the harness observed, for figures.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NicActivity {
@@ -107,6 +121,8 @@ pub struct NicActivity {
 pub struct RtlNic {
     rtl: Rtl,
     p: Ports,
+    /// Every port of the core, driven and sampled once per cycle.
+    io: CycleIo,
     /// Host memory the core reaches by DMA.
     pub memory: SimMemory,
     now_ns: u64,
@@ -171,8 +187,8 @@ impl RtlNic {
                 .collect(),
             cycles: Vec::new(),
         });
-        let i = |n: &str| rtl.port(n, true);
-        let o = |n: &str| rtl.port(n, false);
+        let i = |n: &str| rtl.slot(n, true);
+        let o = |n: &str| rtl.slot(n, false);
         let write_ports = |n: &str, keep: bool| -> Result<WritePorts, RtlError> {
             Ok(WritePorts {
                 req_valid: o(&format!("{n}_req_valid"))?,
@@ -193,7 +209,6 @@ impl RtlNic {
             })
         };
         let p = Ports {
-            clock: i("clock")?,
             reset: i("reset")?,
             now: i("now_ns")?,
             s_data: i("s_tdata")?,
@@ -232,9 +247,11 @@ impl RtlNic {
             dr_ready: o("dr_tready")?,
             busy: o("busy")?,
         };
+        let io = rtl.cycle_io()?;
         let mut me = RtlNic {
             rtl,
             p,
+            io,
             memory: SimMemory::default(),
             now_ns: 0,
             rx: VecDeque::new(),
@@ -245,17 +262,19 @@ impl RtlNic {
             activity: NicActivity::default(),
             vectors,
         };
-        me.rtl.set_u64(me.p.m_ready, 1);
-        me.rtl.set_u64(me.p.dr_req_ready, 1);
+        me.io.set(me.p.m_ready, 1);
+        me.io.set(me.p.dr_req_ready, 1);
         for w in 0..2 {
-            let r = me.p.dw[w].req_ready;
-            me.rtl.set_u64(r, 1);
+            me.io.set(me.p.dw[w].req_ready, 1);
         }
-        me.rtl.set_u64(me.p.reset, 1);
+        me.io.set(me.p.reset, 1);
+        // The first evaluation, without a clock edge, settles the model's initial state
+        // before the first cycle samples its outputs.
+        me.rtl.settle(&mut me.io);
         for _ in 0..4 {
             me.step();
         }
-        me.rtl.set_u64(me.p.reset, 0);
+        me.io.set(me.p.reset, 0);
         me.settle();
         Ok(me)
     }
@@ -306,164 +325,150 @@ impl RtlNic {
         self.activity
     }
 
-    fn edge(&mut self) {
-        self.rtl.set_u64(self.p.clock, 1);
-        self.rtl.eval();
-        // The falling edge is evaluated together with the next cycle's inputs (the core has
-        // no negative-edge logic): one evaluation of the whole core per cycle saved.
-        self.rtl.set_u64(self.p.clock, 0);
+    /// One clock cycle: drive the inputs, clock the core, act on the handshakes it sampled.
+    fn step(&mut self) {
+        let drove = self.drive();
+        self.rtl.cycle(&mut self.io);
         self.activity.cycles += 1;
+        if let Some(v) = self.vectors.as_mut() {
+            v.cycles
+                .push((self.io.inputs.clone(), self.io.sampled.clone()));
+        }
+        self.sample(drove);
+        // Completions become visible one cycle after the write.
+        for c in &mut self.dw {
+            if c.done.is_none() {
+                c.done = c.done_queue.pop_front();
+            }
+        }
     }
 
-    /// One clock cycle: drive inputs, sample the handshakes, clock.
-    fn step(&mut self) {
-        let p = &self.p;
+    /// Drives this cycle's inputs from the harness's queues and says what it offered.
+    fn drive(&mut self) -> Offered {
+        let (p, io) = (&self.p, &mut self.io);
         // MAC RX.
         let rx_valid = !self.rx.is_empty();
         if let Some(&(beat, keep, last)) = self.rx.front() {
-            self.rtl.set_u64(p.s_data, beat);
-            self.rtl.set_u64(p.s_keep, keep as u64);
-            self.rtl.set_u64(p.s_last, last as u64);
+            io.set(p.s_data, beat);
+            io.set(p.s_keep, keep as u64);
+            io.set(p.s_last, last as u64);
         }
-        self.rtl.set_u64(p.s_valid, rx_valid as u64);
-        // DMA write completions (one pulse each).
-        for w in 0..2 {
-            let done = self.dw[w].done.take();
-            let (pd, pe) = (self.p.dw[w].done, self.p.dw[w].error);
-            self.rtl.set_u64(pd, done.is_some() as u64);
-            self.rtl.set_u64(pe, done.unwrap_or(false) as u64);
-            let ready = self.p.dw[w].ready;
-            let open = self.dw[w]
+        io.set(p.s_valid, rx_valid as u64);
+        // DMA write completions (one pulse each), and room for write data.
+        let mut write_ready = [false; 2];
+        for (w, (c, wp)) in self.dw.iter_mut().zip(&p.dw).enumerate() {
+            let done = c.done.take();
+            io.set(wp.done, done.is_some() as u64);
+            io.set(wp.error, done.unwrap_or(false) as u64);
+            write_ready[w] = c
                 .open
                 .front()
                 .is_some_and(|(_, len, data)| data.len() < *len);
-            self.rtl.set_u64(ready, open as u64);
+            io.set(wp.ready, write_ready[w] as u64);
         }
         // DMA read response.
-        let p = &self.p;
-        let resp = self.dr.beats.front().copied();
-        self.rtl.set_u64(p.dr_valid, resp.is_some() as u64);
-        if let Some((data, last, err)) = resp {
-            self.rtl.set_u64(p.dr_data, data);
-            self.rtl.set_u64(p.dr_last, last as u64);
-            self.rtl.set_u64(p.dr_error, err as u64);
+        let read_valid = match self.dr.beats.front() {
+            Some(&(data, last, err)) => {
+                io.set(p.dr_data, data);
+                io.set(p.dr_last, last as u64);
+                io.set(p.dr_error, err as u64);
+                true
+            }
+            None => false,
+        };
+        io.set(p.dr_valid, read_valid as u64);
+        Offered {
+            rx_valid,
+            write_ready,
+            read_valid,
         }
-        self.rtl.eval();
-        if self.vectors.is_some() {
-            self.record();
-        }
+    }
 
-        // Sample the handshakes of this cycle.
-        let p = &self.p;
-        if rx_valid
-            && self.rtl.get_u64(p.s_ready) == 1
+    /// Acts on the outputs the core showed in the cycle just clocked.
+    fn sample(&mut self, drove: Offered) {
+        let (p, io) = (&self.p, &self.io);
+        if drove.rx_valid
+            && io.sampled(p.s_ready) == 1
             && self.rx.pop_front().is_some_and(|(_, _, last)| last)
         {
             self.activity.rx_frames += 1;
         }
-        if self.rtl.get_u64(p.m_valid) == 1 {
-            let data = self.rtl.get_u64(p.m_data).to_le_bytes();
-            let keep = self.rtl.get_u64(p.m_keep) as u8;
+        if io.sampled(p.m_valid) == 1 {
+            let data = io.sampled(p.m_data).to_le_bytes();
+            let keep = io.sampled(p.m_keep) as u8;
             self.tx_cur
                 .extend((0..8).filter(|i| keep >> i & 1 == 1).map(|i| data[i]));
-            if self.rtl.get_u64(p.m_last) == 1 {
+            if io.sampled(p.m_last) == 1 {
                 self.tx_done.push_back(core::mem::take(&mut self.tx_cur));
                 self.activity.tx_frames += 1;
             }
         }
         for w in 0..2 {
-            let wp = &self.p.dw[w];
-            let (rv, ra, rl, dv, dd, dl) = (
-                wp.req_valid,
-                wp.req_addr,
-                wp.req_len,
-                wp.valid,
-                wp.data,
-                wp.last,
-            );
-            let keep_port = wp.keep;
-            let had_open = self.dw[w]
-                .open
-                .front()
-                .is_some_and(|(_, len, data)| data.len() < *len);
-            if had_open && self.rtl.get_u64(dv) == 1 {
-                let data = self.rtl.get_u64(dd).to_le_bytes();
-                let keep = keep_port.map_or(0xff, |k| self.rtl.get_u64(k) as u8);
-                let last = self.rtl.get_u64(dl) == 1;
-                if let Some((_, len, buf)) = self.dw[w].open.front_mut() {
-                    buf.extend((0..8).filter(|i| keep >> i & 1 == 1).map(|i| data[i]));
-                    if last {
-                        // The write ends at `last` whatever its length: a short stream is a
-                        // core bug the length check below reports as a fault.
-                        let short = buf.len() != *len;
-                        buf.resize(*len, 0);
-                        if short {
-                            buf.clear();
-                        }
-                    }
-                }
-                if last {
-                    self.finish_write(w);
-                }
-            }
-            if self.rtl.get_u64(rv) == 1 {
-                let addr = self.rtl.get_u64(ra);
-                let len = self.rtl.get_u64(rl) as usize;
-                self.dw[w].open.push_back((addr, len, Vec::new()));
-                if len == 0 && self.dw[w].open.len() == 1 {
-                    self.finish_write(w);
-                }
-            }
+            self.sample_write(w, drove.write_ready[w]);
         }
-        let p = &self.p;
-        if resp.is_some() && self.rtl.get_u64(p.dr_ready) == 1 {
+        let (p, io) = (&self.p, &self.io);
+        if drove.read_valid && io.sampled(p.dr_ready) == 1 {
             self.dr.beats.pop_front();
         }
-        if self.rtl.get_u64(p.dr_req_valid) == 1 {
-            let addr = self.rtl.get_u64(p.dr_req_addr);
-            let len = self.rtl.get_u64(p.dr_req_len) as usize;
-            let mut buf = vec![0u8; len];
-            let err = self.memory.dma_read(addr, &mut buf).is_err();
-            if err {
-                buf.fill(0);
+        if io.sampled(p.dr_req_valid) == 1 {
+            let addr = io.sampled(p.dr_req_addr);
+            let len = io.sampled(p.dr_req_len) as usize;
+            self.queue_read(addr, len);
+        }
+    }
+
+    /// DMA write channel `w`: takes a data beat (if it offered room) and a new request.
+    fn sample_write(&mut self, w: usize, ready: bool) {
+        let (wp, io) = (&self.p.dw[w], &self.io);
+        if ready && io.sampled(wp.valid) == 1 {
+            let data = io.sampled(wp.data).to_le_bytes();
+            let keep = wp.keep.map_or(0xff, |k| io.sampled(k) as u8);
+            let last = io.sampled(wp.last) == 1;
+            if let Some((_, len, buf)) = self.dw[w].open.front_mut() {
+                buf.extend((0..8).filter(|i| keep >> i & 1 == 1).map(|i| data[i]));
+                if last {
+                    // The write ends at `last` whatever its length: a short stream is a
+                    // core bug the length check below reports as a fault.
+                    let short = buf.len() != *len;
+                    buf.resize(*len, 0);
+                    if short {
+                        buf.clear();
+                    }
+                }
             }
-            // A zero-length read still answers with one beat, so a fault can be reported.
-            let beats = len.div_ceil(8).max(1);
-            for b in 0..beats {
-                let mut lane = [0u8; 8];
-                let chunk = buf.get(8 * b..(8 * b + 8).min(len)).unwrap_or(&[]);
-                lane[..chunk.len()].copy_from_slice(chunk);
-                let last = b + 1 == beats;
-                self.dr
-                    .beats
-                    .push_back((u64::from_le_bytes(lane), last, last && err));
+            if last {
+                self.finish_write(w);
             }
         }
-        self.edge();
-        // Completions become visible one cycle after the write.
-        for w in 0..2 {
-            if self.dw[w].done.is_none() {
-                self.dw[w].done = self.dw[w].done_queue.pop_front();
+        let (wp, io) = (&self.p.dw[w], &self.io);
+        if io.sampled(wp.req_valid) == 1 {
+            let addr = io.sampled(wp.req_addr);
+            let len = io.sampled(wp.req_len) as usize;
+            self.dw[w].open.push_back((addr, len, Vec::new()));
+            if len == 0 && self.dw[w].open.len() == 1 {
+                self.finish_write(w);
             }
         }
     }
 
-    fn record(&mut self) {
-        let Some(v) = self.vectors.as_mut() else {
-            return;
-        };
-        let mut values = |ports: &[(&'static str, usize)], input: bool| -> Vec<u32> {
-            let mut out = Vec::new();
-            for &(name, _) in ports {
-                if let Ok(p) = self.rtl.port(name, input) {
-                    out.extend_from_slice(self.rtl.get(p));
-                }
-            }
-            out
-        };
-        let ins = values(&v.inputs, true);
-        let outs = values(&v.outputs, false);
-        v.cycles.push((ins, outs));
+    /// Queues the response beats of a DMA read of `len` bytes at `addr`.
+    fn queue_read(&mut self, addr: u64, len: usize) {
+        let mut buf = vec![0u8; len];
+        let err = self.memory.dma_read(addr, &mut buf).is_err();
+        if err {
+            buf.fill(0);
+        }
+        // A zero-length read still answers with one beat, so a fault can be reported.
+        let beats = len.div_ceil(8).max(1);
+        for b in 0..beats {
+            let mut lane = [0u8; 8];
+            let chunk = buf.get(8 * b..(8 * b + 8).min(len)).unwrap_or(&[]);
+            lane[..chunk.len()].copy_from_slice(chunk);
+            let last = b + 1 == beats;
+            self.dr
+                .beats
+                .push_back((u64::from_le_bytes(lane), last, last && err));
+        }
     }
 
     /// Performs the oldest open write of channel `w` and queues its completion.
@@ -489,7 +494,7 @@ impl RtlNic {
                     .dw
                     .iter()
                     .all(|c| c.open.is_empty() && c.done.is_none())
-                && self.rtl.get_u64(self.p.busy) == 0;
+                && self.io.live(self.p.busy) == 0;
             quiet = if idle { quiet + 1 } else { 0 };
             self.step();
             assert!(
@@ -502,25 +507,26 @@ impl RtlNic {
 
 impl Nic for RtlNic {
     fn read_reg(&mut self, offset: u32) -> u32 {
-        self.rtl.set_u64(self.p.araddr, offset as u64);
-        self.rtl.set_u64(self.p.arvalid, 1);
-        self.rtl.set_u64(self.p.rready, 0);
+        self.io.set(self.p.araddr, offset as u64);
+        self.io.set(self.p.arvalid, 1);
+        self.io.set(self.p.rready, 0);
         loop {
-            self.rtl.eval();
-            let taken = self.rtl.get_u64(self.p.arready) == 1;
+            // The handshake is decided within the cycle: evaluate the new inputs first.
+            self.rtl.settle(&mut self.io);
+            let taken = self.io.live(self.p.arready) == 1;
             self.step();
             if taken {
                 break;
             }
         }
-        self.rtl.set_u64(self.p.arvalid, 0);
-        self.rtl.set_u64(self.p.rready, 1);
+        self.io.set(self.p.arvalid, 0);
+        self.io.set(self.p.rready, 1);
         loop {
-            self.rtl.eval();
-            if self.rtl.get_u64(self.p.rvalid) == 1 {
-                let v = self.rtl.get_u64(self.p.rdata) as u32;
+            self.rtl.settle(&mut self.io);
+            if self.io.live(self.p.rvalid) == 1 {
+                let v = self.io.live(self.p.rdata) as u32;
                 self.step();
-                self.rtl.set_u64(self.p.rready, 0);
+                self.io.set(self.p.rready, 0);
                 return v;
             }
             self.step();
@@ -528,32 +534,31 @@ impl Nic for RtlNic {
     }
 
     fn write_reg(&mut self, offset: u32, value: u32) {
-        self.rtl.set_u64(self.p.awaddr, offset as u64);
-        self.rtl.set_u64(self.p.wdata, value as u64);
-        self.rtl.set_u64(self.p.awvalid, 1);
-        self.rtl.set_u64(self.p.wvalid, 1);
-        self.rtl.set_u64(self.p.bready, 0);
+        self.io.set(self.p.awaddr, offset as u64);
+        self.io.set(self.p.wdata, value as u64);
+        self.io.set(self.p.awvalid, 1);
+        self.io.set(self.p.wvalid, 1);
+        self.io.set(self.p.bready, 0);
         loop {
-            self.rtl.eval();
-            let taken =
-                self.rtl.get_u64(self.p.awready) == 1 && self.rtl.get_u64(self.p.wready) == 1;
+            self.rtl.settle(&mut self.io);
+            let taken = self.io.live(self.p.awready) == 1 && self.io.live(self.p.wready) == 1;
             self.step();
             if taken {
                 break;
             }
         }
-        self.rtl.set_u64(self.p.awvalid, 0);
-        self.rtl.set_u64(self.p.wvalid, 0);
-        self.rtl.set_u64(self.p.bready, 1);
+        self.io.set(self.p.awvalid, 0);
+        self.io.set(self.p.wvalid, 0);
+        self.io.set(self.p.bready, 1);
         loop {
-            self.rtl.eval();
-            let done = self.rtl.get_u64(self.p.bvalid) == 1;
+            self.rtl.settle(&mut self.io);
+            let done = self.io.live(self.p.bvalid) == 1;
             self.step();
             if done {
                 break;
             }
         }
-        self.rtl.set_u64(self.p.bready, 0);
+        self.io.set(self.p.bready, 0);
         // Writes take effect in the model at once: let the core act on this one (a doorbell,
         // a table command) before the host goes on.
         self.settle();
@@ -573,7 +578,7 @@ impl Nic for RtlNic {
 
     fn poll(&mut self, now_ns: u64) {
         self.now_ns = self.now_ns.max(now_ns);
-        self.rtl.set_u64(self.p.now, self.now_ns);
+        self.io.set(self.p.now, self.now_ns);
         self.settle();
     }
 }
