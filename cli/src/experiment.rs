@@ -4,6 +4,7 @@
 
 use crate::Backend;
 use anyhow::Context as _;
+use ferroce::core::HostBudgetConfig;
 use ferroce_sim::experiment::{self, Options};
 use ferroce_sim::fabric::port::Red;
 use std::io::IsTerminal;
@@ -74,6 +75,25 @@ pub struct ExperimentArgs {
     /// frame). The NIC places data and sends ACKs at once either way.
     #[arg(long, default_value_t = 500)]
     pub host_poll_ns: u64,
+    /// ferroce host-wide in-flight cap over all connections, in BDPs of the host's line rate
+    /// and --host-base-rtt-ns (0 = no cap).
+    #[arg(long, default_value_t = HostBudgetConfig::default().bdp_multiple)]
+    pub host_budget_bdps: f64,
+    /// ferroce base RTT of the host budget's BDP (ns).
+    #[arg(long, default_value_t = HostBudgetConfig::default().base_rtt_ns)]
+    pub host_base_rtt_ns: u64,
+    /// ferroce host pacing: the sum of all connections leaves at line rate x this gain
+    /// (0 = no host pacing).
+    #[arg(long, default_value_t = HostBudgetConfig::default().pacing_gain)]
+    pub host_pacing_gain: f64,
+    /// ferroce host pacer burst: how far ahead of now it may run (ns), the deepest NIC queue
+    /// the library builds.
+    #[arg(long, default_value_t = HostBudgetConfig::default().burst_ns)]
+    pub host_burst_ns: u64,
+    /// ferroce host pacing applies only while at least this many connections of the host are
+    /// active (bytes in flight or something to send); 0 or 1 = always.
+    #[arg(long, default_value_t = HostBudgetConfig::default().pacing_min_active)]
+    pub host_pacing_min_active: u32,
     /// Hosts (the experiment's default if not given).
     #[arg(long)]
     pub hosts: Option<u32>,
@@ -116,6 +136,13 @@ impl ExperimentArgs {
             initial_window: self.initial_window,
             min_window: self.min_window,
             host_poll_ns: self.host_poll_ns,
+            host_budget: HostBudgetConfig {
+                bdp_multiple: self.host_budget_bdps,
+                base_rtt_ns: self.host_base_rtt_ns,
+                pacing_gain: self.host_pacing_gain,
+                burst_ns: self.host_burst_ns,
+                pacing_min_active: self.host_pacing_min_active,
+            },
             backend: self.backend.into(),
             seed: self.seed,
             quick: self.quick,

@@ -3,6 +3,7 @@
 //! ([`Context::progress`]) that moves descriptors and events between the NIC and the sans-IO
 //! core.
 
+use crate::core::host_budget::{HostBudget, Refusal, round_robin};
 use crate::core::{
     ConnState, Connection, ConnectionParams, ConnectionStats, FailReason, FairShare, PathStats,
     TagMode, TransportConfig, WorkCompletion, WorkRequest, WrKind,
@@ -515,6 +516,10 @@ pub struct Context<N: Nic> {
     events: Vec<Event>,
     descs: Vec<TxDescriptor>,
     fair: FairShare,
+    /// The host-wide in-flight cap and pacer over every connection.
+    budget: HostBudget,
+    /// Where the next transmit round starts (the connection after the last that sent).
+    rr_next: usize,
     next_hint_at: u64,
     fsn_state: u32,
     now: u64,
@@ -555,6 +560,8 @@ impl<N: Nic> Context<N> {
             events: Vec::new(),
             descs: Vec::new(),
             fair,
+            budget: HostBudget::new(cfg.transport.host_budget, cfg.transport.line_rate_mbps),
+            rr_next: 0,
             next_hint_at: 0,
             now: 0,
             stats: ContextStats::default(),
@@ -585,6 +592,22 @@ impl<N: Nic> Context<N> {
     /// The device configuration.
     pub fn config(&self) -> &DeviceConfig {
         &self.cfg
+    }
+
+    /// The host budget: its cap, what it counted in flight at the last transmit round, and
+    /// its counters.
+    pub fn host_budget(&self) -> &HostBudget {
+        &self.budget
+    }
+
+    /// Bytes in flight over every connection now (payload plus headers), as the host budget
+    /// counts them.
+    pub fn inflight_bytes(&self) -> u64 {
+        self.conns
+            .iter()
+            .flatten()
+            .map(|s| s.core.inflight_bytes())
+            .sum()
     }
 
     // ---- protection domains, memory, completion queues ----
@@ -1526,6 +1549,47 @@ impl<N: Nic> Context<N> {
         Ok(())
     }
 
+    /// Moves due packets of every connection to the TX ring under the host budget: one
+    /// packet per connection per turn, round robin from where the last round stopped, until
+    /// no connection has anything to send, the budget refuses, or the ring is full; one
+    /// doorbell for the batch.
+    fn transmit(&mut self, now: u64) -> Result<()> {
+        let (inflight, active) = self.conns.iter().flatten().fold((0, 0), |(b, n), s| {
+            let f = s.core.inflight_bytes();
+            (
+                b + f,
+                n + usize::from(f > 0 || s.core.transmit_at().is_some()),
+            )
+        });
+        self.budget.begin(inflight, active);
+        let space = self.dev.tx_space() as usize;
+        let mut descs = std::mem::take(&mut self.descs);
+        descs.clear();
+        let conns = &mut self.conns;
+        let (_, next) = round_robin(
+            conns.len(),
+            self.rr_next,
+            space,
+            &mut self.budget,
+            |i, b| {
+                conns[i]
+                    .as_mut()
+                    .map_or(0, |s| s.core.poll_transmit_gated(now, 1, b, &mut descs))
+            },
+        );
+        self.rr_next = next;
+        let r = if descs.is_empty() {
+            Ok(())
+        } else {
+            self.dev.post(&descs).map(|()| {
+                self.stats.descriptors += descs.len() as u64;
+                self.stats.doorbells += 1;
+            })
+        };
+        self.descs = descs;
+        Ok(r?)
+    }
+
     /// The driver loop, to call whenever time passes or the NIC may have news: lets a simulated
     /// NIC run, feeds every event to the core (CM events to the CM exchange), runs due timers,
     /// moves due descriptors to the TX ring in batches (one doorbell per batch), delivers
@@ -1575,26 +1639,16 @@ impl<N: Nic> Context<N> {
             lost = dropped.saturating_sub(self.stats.events_lost);
             self.stats.events_lost = dropped;
         }
-        let mut wake: Option<u64> = None;
-        let mut descs = std::mem::take(&mut self.descs);
-        for i in 0..self.conns.len() {
-            let Some(s) = self.conns[i].as_mut() else {
-                continue;
-            };
-            if s.core.poll_timeout().is_some_and(|t| t <= now) {
+        // Timers first, so that what they queue for resending takes part in the round.
+        for s in self.conns.iter_mut().flatten() {
+            if s.core.poll_timer().is_some_and(|t| t <= now) {
                 s.core.handle_timeout(now);
             }
-            let space = self.dev.tx_space() as usize;
-            let Some(s) = self.conns[i].as_mut() else {
-                continue;
-            };
-            descs.clear();
-            s.core.poll_transmit(now, space, &mut descs);
-            if !descs.is_empty() {
-                self.dev.post(&descs)?;
-                self.stats.descriptors += descs.len() as u64;
-                self.stats.doorbells += 1;
-            }
+        }
+        self.transmit(now)?;
+        let refusal = self.budget.refusal();
+        let mut wake: Option<u64> = None;
+        for i in 0..self.conns.len() {
             let Some(s) = self.conns[i].as_mut() else {
                 continue;
             };
@@ -1613,7 +1667,14 @@ impl<N: Nic> Context<N> {
                 self.cm_events
                     .push_back(CmEvent::Failed(ConnId(i as u32), reason));
             }
-            if let Some(t) = s.core.poll_timeout() {
+            // A connection held back by the host budget waits for the pacer, or, when the cap
+            // is full, for an ACK (an event wakes us) or a timer; never spin on its own pacing.
+            let tx = match (s.core.transmit_at(), refusal) {
+                (Some(t), None) => Some(t),
+                (Some(t), Some(Refusal::PacedUntil(p))) => Some(t.max(p)),
+                (_, Some(Refusal::Full)) | (None, _) => None,
+            };
+            if let Some(t) = s.core.poll_timer().into_iter().chain(tx).min() {
                 wake = Some(wake.map_or(t, |w| w.min(t)));
             }
             if let CmState::AwaitReply { next, .. }
@@ -1627,7 +1688,6 @@ impl<N: Nic> Context<N> {
                 self.push_cq(cq, wc);
             }
         }
-        self.descs = descs;
         self.dev.nic().poll(now);
         if self
             .conns

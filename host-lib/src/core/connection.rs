@@ -2,6 +2,7 @@
 
 use super::cc::{AckSample, CongestionController};
 use super::flow::{CAUSE_LOSS, CAUSE_NOT_READY, FULL_WEIGHT, Flow, MIN_WEIGHT, PktState};
+use super::host_budget::{TxGate, Ungated};
 use super::tags::{TagRx, TagTx};
 use super::{
     ConnectionParams, CoreError, TagMode, TransportConfig, WcOpcode, WcStatus, WorkCompletion,
@@ -933,6 +934,19 @@ impl Connection {
     /// packets on the flow with the least weighted service among those with window room and
     /// pacing credit; dead flows only resend.
     pub fn poll_transmit(&mut self, now: u64, budget: usize, out: &mut Vec<TxDescriptor>) -> usize {
+        self.poll_transmit_gated(now, budget, &mut Ungated, out)
+    }
+
+    /// [`Connection::poll_transmit`] under a host-level gate (the host budget shared by every
+    /// connection of the NIC): each packet must also pass `gate`, and its retransmission timer
+    /// starts when the gate expects it to leave, not when it was cut.
+    pub fn poll_transmit_gated<G: TxGate + ?Sized>(
+        &mut self,
+        now: u64,
+        budget: usize,
+        gate: &mut G,
+        out: &mut Vec<TxDescriptor>,
+    ) -> usize {
         if self.state != ConnState::Ready {
             return 0;
         }
@@ -958,7 +972,12 @@ impl Connection {
                 }
             }
             let Some((fi, retx)) = best else { break };
+            // Asked with a full packet: the exact length is known only once the packet is cut.
+            if !gate.may_send(now, pkt_full) {
+                break;
+            }
             let desc;
+            let depart;
             let bytes;
             if retx {
                 let f = &mut self.flows[fi];
@@ -971,10 +990,11 @@ impl Connection {
                 if p.state != PktState::Queued {
                     continue;
                 }
+                depart = gate.on_send(now, (p.len + HEADER_BYTES) as u64);
                 p.state = PktState::InFlight;
                 p.stamp = stamp;
                 p.epoch = epoch;
-                p.sent_at = now;
+                p.sent_at = depart;
                 p.sends += 1;
                 let cause = p.cause;
                 let p = *p;
@@ -998,6 +1018,7 @@ impl Connection {
                     // Liveness is measured from the moment something is outstanding.
                     self.last_heard = self.last_heard.max(now);
                 }
+                depart = gate.on_send(now, (len + HEADER_BYTES) as u64);
                 let f = &mut self.flows[fi];
                 let seq = f.next;
                 f.next += 1;
@@ -1006,7 +1027,7 @@ impl Connection {
                     msg: id,
                     offset,
                     len,
-                    sent_at: now,
+                    sent_at: depart,
                     stamp,
                     epoch: f.epoch,
                     sends: 1,
@@ -1035,7 +1056,7 @@ impl Connection {
             let rate = self.cc.pacing_rate(fi).max(1e-6);
             let f = &mut self.flows[fi];
             if f.rto_deadline.is_none() {
-                f.rto_deadline = Some(now + rto);
+                f.rto_deadline = Some(depart + rto);
             }
             let gap = (bytes as f64 / rate) as u64;
             f.burst_ns = gap * self.cfg.pacing_burst_packets.saturating_sub(1) as u64;
@@ -1053,30 +1074,27 @@ impl Connection {
     /// The earliest time [`Connection::handle_timeout`] or [`Connection::poll_transmit`] has
     /// something to do, if any.
     pub fn poll_timeout(&self) -> Option<u64> {
+        match (self.poll_timer(), self.transmit_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The earliest timer ([`Connection::handle_timeout`]'s work: retransmission, "not ready"
+    /// delays, the connection timeout), leaving out when the flows may transmit.
+    pub fn poll_timer(&self) -> Option<u64> {
         if !self.usable() {
             return None;
         }
         let mut t: Option<u64> = None;
         let mut at = |x: u64| t = Some(t.map_or(x, |t| t.min(x)));
         let ready = self.state == ConnState::Ready;
-        for (i, f) in self.flows.iter().enumerate() {
+        for f in &self.flows {
             if let Some(d) = f.rto_deadline {
                 at(d);
             }
             for &(p, _) in &f.parked {
                 at(p);
-            }
-            if ready {
-                let can_new = !self.starved
-                    && !self.active_tags.is_empty()
-                    && !f.dead
-                    && f.window_room() > 0
-                    && (f.inflight_bytes == 0
-                        || f.inflight_bytes + (self.params.mtu + HEADER_BYTES) as u64
-                            <= self.cc.window(i));
-                if !f.retx.is_empty() || can_new {
-                    at(f.pace_at());
-                }
             }
         }
         if ready {
@@ -1091,6 +1109,36 @@ impl Connection {
             at(self.last_heard + self.cfg.connection_timeout_ns);
         }
         t
+    }
+
+    /// When a flow with something to send (a resend, or new data and window room) may next
+    /// transmit by its own pacing; `None` if no flow has anything it could send.
+    pub fn transmit_at(&self) -> Option<u64> {
+        if self.state != ConnState::Ready {
+            return None;
+        }
+        let new_ok = !self.starved && !self.active_tags.is_empty();
+        let pkt_full = (self.params.mtu + HEADER_BYTES) as u64;
+        self.flows
+            .iter()
+            .enumerate()
+            .filter(|(i, f)| {
+                let can_new = new_ok
+                    && !f.dead
+                    && f.window_room() > 0
+                    && (f.inflight_bytes == 0 || f.inflight_bytes + pkt_full <= self.cc.window(*i));
+                !f.retx.is_empty() || can_new
+            })
+            .map(|(_, f)| f.pace_at())
+            .min()
+    }
+
+    /// Bytes in flight over all flows (payload plus headers; 0 once the connection failed).
+    pub fn inflight_bytes(&self) -> u64 {
+        if !self.usable() {
+            return 0;
+        }
+        self.flows.iter().map(|f| f.inflight_bytes).sum()
     }
 
     /// Runs the timers due at `now`: per-flow retransmission timeouts (with the entropy change

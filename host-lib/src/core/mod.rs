@@ -12,15 +12,19 @@
 //!   the receiver's rate hint, with per-path pacing rates.
 //! - [`receiver`]: the receiver's fair-share computation that produces the rate hint the NIC
 //!   stamps on every ACK.
+//! - [`host_budget`]: the host-wide in-flight cap and pacer shared by every connection of one
+//!   NIC, which the connections consult through [`TxGate`].
 
 pub mod cc;
 mod connection;
 mod flow;
+pub mod host_budget;
 pub mod receiver;
 mod tags;
 
 pub use cc::{AckSample, CongestionController, ControllerFactory, EcnAimd, EcnAimdConfig};
 pub use connection::{ConnState, Connection, ConnectionStats, FailReason, PathStats};
+pub use host_budget::{HostBudget, HostBudgetConfig, HostBudgetStats, TxGate, Ungated};
 pub use receiver::FairShare;
 
 use std::sync::Arc;
@@ -76,6 +80,8 @@ pub struct TransportConfig {
     pub pacing_burst_packets: u32,
     /// Builds the congestion controller of each connection.
     pub congestion: Arc<dyn ControllerFactory>,
+    /// The host-wide in-flight cap and pacer over all connections of the context (one NIC).
+    pub host_budget: HostBudgetConfig,
 }
 
 impl Default for TransportConfig {
@@ -95,6 +101,7 @@ impl Default for TransportConfig {
             line_rate_mbps: 100_000,
             pacing_burst_packets: 8,
             congestion: Arc::new(EcnAimdConfig::default()),
+            host_budget: HostBudgetConfig::default(),
         }
     }
 }

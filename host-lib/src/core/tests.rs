@@ -518,3 +518,51 @@ fn pacing_spaces_packets_at_the_controllers_rate() {
         assert_eq!(w[1] - w[0], gap, "{times:?}");
     }
 }
+
+/// A host gate that queues every packet `delay` ns behind what is already in the NIC, and
+/// refuses a packet once `limit` packets were admitted.
+struct SlowNic {
+    delay: u64,
+    admitted: u32,
+    limit: u32,
+}
+
+impl TxGate for SlowNic {
+    fn may_send(&mut self, _now: u64, _bytes: u64) -> bool {
+        self.admitted < self.limit
+    }
+    fn on_send(&mut self, now: u64, _bytes: u64) -> u64 {
+        self.admitted += 1;
+        now + self.delay
+    }
+}
+
+#[test]
+fn the_retransmission_timer_starts_when_a_packet_can_leave_not_when_it_was_cut() {
+    let cfg = TransportConfig {
+        initial_rto_ns: 100_000,
+        min_rto_ns: 100_000,
+        ..TransportConfig::default()
+    };
+    let mut c = ready(1, &[TagMode::Ordered], cfg);
+    c.post(write(1, 0, 3 * MTU)).unwrap();
+    // The host gate admits two packets, both expected to leave 80 µs from now.
+    let mut gate = SlowNic {
+        delay: 80_000,
+        admitted: 0,
+        limit: 2,
+    };
+    let mut out = Vec::new();
+    assert_eq!(c.poll_transmit_gated(0, 10, &mut gate, &mut out), 2);
+    assert_eq!(c.inflight_bytes(), 2 * (MTU as u64 + 100));
+    // The third packet waits in the core, where no timer runs; the timer of the two in the
+    // NIC runs from their departure: 80 µs + 100 µs, not 100 µs.
+    assert_eq!(c.poll_timer(), Some(180_000));
+    c.handle_timeout(100_000);
+    assert_eq!(c.stats().timeouts, 0, "still queued locally: not lost");
+    c.handle_timeout(180_000);
+    assert_eq!(c.stats().timeouts, 1, "gone for a full RTO since it left");
+    // Ungated, the last packet and the resends go at once.
+    assert!(c.transmit_at().is_some_and(|t| t <= 180_000));
+    assert_eq!(send_all(&mut c, 180_000).len(), 3);
+}

@@ -106,6 +106,8 @@ pub struct Options {
     pub min_window: u32,
     /// ferroce: host driver-loop polling period for arriving frames (ns; 0 = every frame).
     pub host_poll_ns: u64,
+    /// ferroce: the host-wide in-flight cap and pacer over all connections of a host.
+    pub host_budget: ferroce::core::HostBudgetConfig,
     /// ferroce: timeouts on one entropy before a flow moves to another (the library's
     /// default is 2; 1 moves at the first timeout).
     pub same_entropy_retries: u32,
@@ -143,6 +145,7 @@ impl Default for Options {
             initial_window: 8,
             min_window: 2,
             host_poll_ns: 500,
+            host_budget: ferroce::core::HostBudgetConfig::default(),
             backend: BackendKind::Model,
             seed: 1,
             quick: false,
@@ -170,6 +173,11 @@ impl Options {
         }
         if self.buffer_bytes < 2 * (self.mtu as u64 + 200) {
             return bad("buffer must hold at least two packets");
+        }
+        let hb = &self.host_budget;
+        let finite_non_negative = |x: f64| x.is_finite() && x >= 0.0;
+        if !(finite_non_negative(hb.bdp_multiple) && finite_non_negative(hb.pacing_gain)) {
+            return bad("host budget (BDPs) and host pacing gain must be finite and >= 0");
         }
         if self.timeout_exp > 31 {
             return bad("timeout exponent must be 0..=31");
@@ -217,6 +225,7 @@ impl Options {
                 min_window_packets: self.min_window.max(1),
                 ..Default::default()
             }),
+            host_budget: self.host_budget,
             ..TransportConfig::default()
         };
         FerroceConfig {
