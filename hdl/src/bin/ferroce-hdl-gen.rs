@@ -1,4 +1,4 @@
-//! Writes the Verilog of every block to a directory (default `target/verilog`): `NAME.v`, and
+//! Writes the Verilog of every block (the co-simulated ones and the receive engine) to a directory (default `target/verilog`): `NAME.v`, and
 //! with `--board` also `NAME_board.v`, the pin-limited synthesis wrapper.
 
 fn main() -> std::io::Result<()> {
@@ -7,7 +7,7 @@ fn main() -> std::io::Result<()> {
     let dir = args.iter().find(|a| !a.starts_with("--")).cloned();
     let dir = dir.unwrap_or_else(|| "target/verilog".into());
     std::fs::create_dir_all(&dir)?;
-    for (name, verilog) in ferroce_hdl::verilog::all() {
+    for (name, verilog) in ferroce_hdl::verilog::synth_blocks() {
         let path = std::path::Path::new(&dir).join(format!("{name}.v"));
         std::fs::write(&path, &verilog)?;
         println!("{}", path.display());
