@@ -421,6 +421,12 @@ pub struct RxEngine {
     hold: DFF<Bits<2>>,
     conn_addr: DFF<Bits<CONN_BITS>>,
     region_addr: DFF<Bits<REGION_BITS>>,
+    // The region entry and both ends of the access, registered the cycle after the region
+    // read arrives (Decide1), so that Decide2's bounds checks start from registers and not
+    // from a block RAM output through two 64-bit adders.
+    rg_q: DFF<Bits<160>>,
+    rg_end_q: DFF<Bits<65>>,
+    va_end_q: DFF<Bits<65>>,
     recv_idx: DFF<Bits<RECV_INDEX_BITS>>,
     slot_idx: DFF<Bits<SLOT_INDEX_BITS>>,
     flow_idx: DFF<Bits<FLOW_BITS>>,
@@ -557,6 +563,9 @@ impl Logic for RxEngine {
             hold,
             conn_addr,
             region_addr,
+            rg_q,
+            rg_end_q,
+            va_end_q,
             recv_idx,
             slot_idx,
             flow_idx,
@@ -787,6 +796,9 @@ impl Logic for RxEngine {
             + bit_cast::<65, 64>(self.rg.val().get_bits::<64>(96));
         self.va_end.next =
             bit_cast::<65, 64>(self.d_va.val()) + bit_cast::<65, 33>(self.d_len.val());
+        self.rg_q.d.next = self.rg.val();
+        self.rg_end_q.d.next = self.rg_end.val();
+        self.va_end_q.d.next = self.va_end.val();
         self.ack_ece.next = (self
             .pr_th
             .val()
@@ -1305,18 +1317,18 @@ impl Logic for RxEngine {
                             // The region checks (its entry was read with the slot's).
                             self.place_addr.d.next = self.d_va.val();
                             if (((self.d_rkey.val() >> 8_u64) >> self.k.region_bits.val()) != 0_u64)
-                                | !self.rg.val().get_bit(0)
-                                | (self.rg.val().get_bits::<8>(8)
+                                | !self.rg_q.q.val().get_bit(0)
+                                | (self.rg_q.q.val().get_bits::<8>(8)
                                     != self.d_rkey.val().get_bits::<8>(0))
                             {
                                 self.verdict.d.next = self.k.c_bad_rkey.val();
-                            } else if (self.rg.val().get_bits::<8>(16) & self.k.access_rw.val())
+                            } else if (self.rg_q.q.val().get_bits::<8>(16) & self.k.access_rw.val())
                                 == 0_u64
                             {
                                 self.verdict.d.next = self.k.c_denied.val();
                             } else if (bit_cast::<65, 64>(self.d_va.val())
-                                < bit_cast::<65, 64>(self.rg.val().get_bits::<64>(32)))
-                                | (self.va_end.val() > self.rg_end.val())
+                                < bit_cast::<65, 64>(self.rg_q.q.val().get_bits::<64>(32)))
+                                | (self.va_end_q.q.val() > self.rg_end_q.q.val())
                             {
                                 self.verdict.d.next = self.k.c_oob.val();
                             } else {

@@ -129,6 +129,8 @@ pub struct TxFrameBuilder {
     r_th: DFF<Bits<384>>,
     r_thlen: DFF<Bits<16>>,
     r_plen: DFF<Bits<16>>,
+    r_l4len: DFF<Bits<16>>,
+    r_ck: DFF<Bits<20>>,
 
     // The next frame, assembled.
     nx_valid: DFF<Bit>,
@@ -242,7 +244,11 @@ pub struct TxFrameBuilder {
     l4_len: Signal<Local, Bits<16>>,
     hl: Signal<Local, Bits<16>>,
     sum: Signal<Local, Bits<20>>,
-    word: Signal<Local, Bits<16>>,
+    q_l4: Signal<Local, Bits<16>>,
+    q_tos: Signal<Local, Bits<8>>,
+    q_sa: Signal<Local, Bits<20>>,
+    q_sb: Signal<Local, Bits<20>>,
+    q_sc: Signal<Local, Bits<20>>,
     v_go: Signal<Local, Bit>,
     v_src: Signal<Local, Bits<64>>,
     v_data: Signal<Local, Bits<64>>,
@@ -332,6 +338,8 @@ impl Default for TxFrameBuilder {
             r_th: Default::default(),
             r_thlen: Default::default(),
             r_plen: Default::default(),
+            r_l4len: Default::default(),
+            r_ck: Default::default(),
             nx_valid: Default::default(),
             nx_hdr: Default::default(),
             nx_hlen: Default::default(),
@@ -432,7 +440,11 @@ impl Default for TxFrameBuilder {
             l4_len: Default::default(),
             hl: Default::default(),
             sum: Default::default(),
-            word: Default::default(),
+            q_l4: Default::default(),
+            q_tos: Default::default(),
+            q_sa: Default::default(),
+            q_sb: Default::default(),
+            q_sc: Default::default(),
             v_go: Default::default(),
             v_src: Default::default(),
             v_data: Default::default(),
@@ -482,6 +494,8 @@ impl Logic for TxFrameBuilder {
             r_th,
             r_thlen,
             r_plen,
+            r_l4len,
+            r_ck,
             nx_valid,
             nx_hdr,
             nx_hlen,
@@ -554,7 +568,25 @@ impl Logic for TxFrameBuilder {
 
         // ---- Request: registered whenever the register is free.
         self.req_ready.next = !self.r_valid.q.val();
+        // The lengths and the IPv4 header sum (every word but the checksum) are taken from
+        // the request as it is registered, as an adder tree, so that assembly only folds it.
+        self.q_l4.next = bit_cast::<16, 6>(self.req_th_len.val())
+            + bit_cast::<16, 14>(self.req_payload_len.val())
+            + 24_u64;
+        self.q_tos.next =
+            (bit_cast::<8, 6>(self.req_dscp.val()) << 2_u64) | bit_cast::<8, 2>(self.req_ecn.val());
+        self.q_sa.next = ((bits::<20>(0x45) << 8_u64) | bit_cast::<20, 8>(self.q_tos.val()))
+            + bit_cast::<20, 16>(self.q_l4.val() + 20_u64)
+            + bits::<20>(0x4000)
+            + ((bit_cast::<20, 8>(self.k_ttl.val()) << 8_u64)
+                | bit_cast::<20, 8>(self.k_udp.val()));
+        self.q_sb.next = bit_cast::<20, 16>(self.req_src_ip.val().get_bits::<16>(16))
+            + bit_cast::<20, 16>(self.req_src_ip.val().get_bits::<16>(0));
+        self.q_sc.next = bit_cast::<20, 16>(self.req_dst_ip.val().get_bits::<16>(16))
+            + bit_cast::<20, 16>(self.req_dst_ip.val().get_bits::<16>(0));
         if self.req_valid.val() & !self.r_valid.q.val() {
+            self.r_l4len.d.next = self.q_l4.val();
+            self.r_ck.d.next = self.q_sa.val() + self.q_sb.val() + self.q_sc.val();
             self.r_valid.d.next = true;
             self.r_dst_mac.d.next = self.req_dst_mac.val();
             self.r_src_mac.d.next = self.req_src_mac.val();
@@ -563,8 +595,7 @@ impl Logic for TxFrameBuilder {
             self.r_v6.d.next = self.req_ipv6.val();
             self.r_sip.d.next = self.req_src_ip.val();
             self.r_dip.d.next = self.req_dst_ip.val();
-            self.r_tos.d.next = (bit_cast::<8, 6>(self.req_dscp.val()) << 2_u64)
-                | bit_cast::<8, 2>(self.req_ecn.val());
+            self.r_tos.d.next = self.q_tos.val();
             self.r_sport.d.next = self.req_src_port.val();
             self.r_dport.d.next = self.req_dst_port.val();
             self.r_opcode.d.next = self.req_opcode.val();
@@ -578,7 +609,7 @@ impl Logic for TxFrameBuilder {
         }
 
         // ---- Header assembly from the registered request.
-        self.l4_len.next = self.r_thlen.q.val() + self.r_plen.q.val() + 24_u64;
+        self.l4_len.next = self.r_l4len.q.val();
         self.eth.next = (bit_cast::<144, 48>(self.r_dst_mac.q.val()) << 96_u64)
             | (bit_cast::<144, 48>(self.r_src_mac.q.val()) << 48_u64);
         if self.r_vlan.q.val() {
@@ -604,11 +635,7 @@ impl Logic for TxFrameBuilder {
             | (bit_cast::<160, 8>(self.k_udp.val()) << 80_u64)
             | (bit_cast::<160, 32>(self.r_sip.q.val().get_bits::<32>(0)) << 32_u64)
             | bit_cast::<160, 32>(self.r_dip.q.val().get_bits::<32>(0));
-        self.sum.next = 0.into();
-        for i in 0_usize..10 {
-            self.word.next = self.ip4.val().get_bits::<16>(144 - 16 * i);
-            self.sum.next = self.sum.val() + bit_cast::<20, 16>(self.word.val());
-        }
+        self.sum.next = self.r_ck.q.val();
         self.sum.next = (self.sum.val() & 0xFFFF_u64) + (self.sum.val() >> 16_u64);
         self.sum.next = (self.sum.val() & 0xFFFF_u64) + (self.sum.val() >> 16_u64);
         // Complement into a 16-bit signal first: in Verilog `~` takes the width of the

