@@ -1072,6 +1072,7 @@ impl Logic for RxEngine {
                                 self.ev_w.next = self.ev_w.val()
                                     | (bit_cast::<512, 16>(self.pr_vlan_tci.val()) << 112_u64);
                             }
+                            self.ev.d.next = self.ev_w.val();
                             self.verdict.d.next = self.k.c_cm.val();
                             self.state.d.next = St::RxEvent;
                         } else {
@@ -1137,6 +1138,7 @@ impl Logic for RxEngine {
                                     .get_bits::<32>(self.k.sh_a_ts.val().index()),
                             ) << 160_u64)
                             | (bit_cast::<512, 256>(self.swap_out.val()) << 256_u64);
+                        self.ev.d.next = self.ev_w.val();
                         self.verdict.d.next = self.k.c_acks.val();
                         self.state.d.next = St::RxEvent;
                     } else if self.pr_opcode.val() == self.k.op_nak.val() {
@@ -1164,6 +1166,7 @@ impl Logic for RxEngine {
                                     .val()
                                     .get_bits::<32>(self.k.sh_n_offset.val().index()),
                             ) << 160_u64);
+                        self.ev.d.next = self.ev_w.val();
                         self.verdict.d.next = self.k.c_naks.val();
                         self.state.d.next = St::RxEvent;
                     } else if (self.flow_sum.val() >> self.k.flow_bits.val()) != 0_u64 {
@@ -1457,6 +1460,7 @@ impl Logic for RxEngine {
                                         << 8_u64);
                             }
                             // Offered at once; held in `ev` for CplEvent if not taken.
+                            self.ev.d.next = self.ev_w.val();
                             self.ev_valid.next = true;
                             self.ev_data.next = self.ev_w.val();
                             if !self.ev_ready.val() {
@@ -1806,12 +1810,6 @@ impl Logic for RxEngine {
                     self.state.d.next = St::Idle;
                 }
             }
-        }
-        // The event register takes the event word in every cycle but those that offer it, so
-        // that its 512 enables come from the state alone and not from the decisions that
-        // built the word (every state that moves to RxEvent or CplEvent builds it).
-        if (self.state.q.val() != St::RxEvent) & (self.state.q.val() != St::CplEvent) {
-            self.ev.d.next = self.ev_w.val();
         }
         if self.reset.val() {
             self.state.d.next = St::Idle;
