@@ -16,7 +16,7 @@ use ferroce_proto::hsi::{
     TxDescriptor,
 };
 use ferroce_proto::wire::{
-    CmKind, CmRepr, EthernetAddress, FSN_MASK, Opcode, fsn_diff, transport::CM_LEN,
+    CmKind, CmRepr, EthernetAddress, FSN_MASK, Opcode, SACK_BITS, fsn_diff, transport::CM_LEN,
 };
 use std::collections::VecDeque;
 use std::net::IpAddr;
@@ -1358,7 +1358,7 @@ impl<N: Nic> Context<N> {
                         s.cm_msg = rtu;
                         s.rx_flow_cum = vec![msg.initial_fsn; ours.path_count as usize];
                         let e = s.cm_entropy;
-                        self.fair.add_sender(id, msg.rate_mbps);
+                        self.fair.add_own_connection(id, msg.rate_mbps);
                         self.dev.set_connection(id, &entry)?;
                         for f in 0..entry.flow_count as u32 {
                             self.dev
@@ -1518,8 +1518,16 @@ impl<N: Nic> Context<N> {
             }
             let (base, n) = (s.entry.flow_base as u32, s.entry.flow_count as u32);
             let mut progress = 0u64;
+            // Packets received beyond the cumulative FSN count too: a sender whose first
+            // packet was dropped (an incast's first burst) is active from its first arrival,
+            // not from when its hole is filled.
+            let mut beyond = 0u64;
             for f in 0..n {
                 let w = self.dev.read_table(TableId::Flow, base + f)?;
+                beyond += w[1..=SACK_BITS / 32]
+                    .iter()
+                    .map(|x| x.count_ones() as u64)
+                    .sum::<u64>();
                 let cum = w[0] & FSN_MASK;
                 let Some(s) = self.conns[i].as_mut() else {
                     break;
@@ -1533,7 +1541,7 @@ impl<N: Nic> Context<N> {
             }
             if let Some(s) = self.conns[i].as_mut() {
                 s.rx_progress += progress;
-                let p = s.rx_progress;
+                let p = s.rx_progress + beyond;
                 self.fair.observe(i as u32, now, p);
             }
         }

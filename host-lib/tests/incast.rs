@@ -192,9 +192,10 @@ fn incast_settles_within_two_rtts_of_the_receiver_noticing() {
     for (i, s) in senders.iter().enumerate() {
         let st = s.stats();
         println!(
-            "sender {i}: sent {} retx {} timeouts {} ecn {} hint {} outstanding {} paths {:?}",
+            "sender {i}: sent {} retx {} probes {} timeouts {} ecn {} hint {} outstanding {} paths {:?}",
             st.packets_sent,
             st.retransmissions(),
+            st.tail_probes,
             st.timeouts,
             st.ecn_echoes,
             st.rate_hint_mbps,

@@ -1,7 +1,9 @@
 //! One connection: Tags above, flows below, one congestion controller.
 
 use super::cc::{AckSample, CongestionController};
-use super::flow::{CAUSE_LOSS, CAUSE_NOT_READY, FULL_WEIGHT, Flow, MIN_WEIGHT, PktState};
+use super::flow::{
+    CAUSE_LOSS, CAUSE_NOT_READY, CAUSE_PROBE, FULL_WEIGHT, Flow, MIN_WEIGHT, PktState,
+};
 use super::host_budget::{TxGate, Ungated};
 use super::tags::{TagRx, TagTx};
 use super::{
@@ -54,6 +56,12 @@ pub struct ConnectionStats {
     pub retx_sack: u64,
     /// Packets resent because the retransmission timer fired.
     pub retx_timeout: u64,
+    /// Tail-loss probes: a flow sent one packet more (new data beyond its window, or its
+    /// last packet in flight again) because the ACK of a packet that requested one was
+    /// overdue; the losses the probe then exposes count as SACK resends.
+    pub tail_probes: u64,
+    /// Tail-loss probes that resent the flow's last packet in flight (no new data to send).
+    pub retx_probe: u64,
     /// Packets resent after a "receiver not ready" or "out of window" NAK (not losses).
     pub resent_not_ready: u64,
     /// Retransmission timer expiries.
@@ -94,7 +102,7 @@ impl ConnectionStats {
     /// Loss-driven retransmissions (SACK plus timeout), the figure to compare with packets
     /// actually lost.
     pub fn retransmissions(&self) -> u64 {
-        self.retx_sack + self.retx_timeout
+        self.retx_sack + self.retx_timeout + self.retx_probe
     }
 }
 
@@ -295,6 +303,16 @@ impl Connection {
         }
     }
 
+    /// Whether the receiver says it is shared (its hint is below our line rate): then
+    /// tail-loss probes run and pacing bursts are capped (see [`Connection::poll_transmit`]).
+    /// There the first burst's tail drops are expected (an incast), and waiting for the
+    /// retransmission timeout costs many RTTs of an unfair share. Elsewhere SACK and the
+    /// timeout handle losses; the timeout's entropy change also moves a flow off a congested
+    /// path, which a probe's quick recovery would forgo.
+    fn shared(&self) -> bool {
+        self.hint_mbps > 0 && self.hint_mbps < self.cfg.line_rate_mbps
+    }
+
     fn usable(&self) -> bool {
         !matches!(self.state, ConnState::Failed(_))
     }
@@ -486,6 +504,9 @@ impl Connection {
         if let Some(r) = rtt {
             f.rtt_sample(r);
         }
+        if out.hi_grew && out.hi_grew_clean {
+            f.recent_rtt = Some(now.saturating_sub(f.hi_sent_at()));
+        }
         if out.acked_packets > 0 {
             if f.dead {
                 f.dead = false;
@@ -494,6 +515,8 @@ impl Connection {
             }
             f.consecutive_timeouts = 0;
             f.backoff = 0;
+            f.probes = 0;
+            f.probe_new = false;
             f.last_progress_at = now;
             f.weight = (f.weight + 4 * out.acked_packets).min(FULL_WEIGHT);
             f.rto_deadline = (f.inflight_bytes > 0).then(|| {
@@ -555,6 +578,16 @@ impl Connection {
             self.packet_consumed(id);
         }
         self.scratch = acked_msgs;
+        // Tail-loss deadlines: this flow's, and those of siblings that had no timing yet.
+        let first_timing = out.hi_grew
+            && out.hi_grew_clean
+            && self.flows.iter().filter(|g| g.recent_rtt.is_some()).count() == 1;
+        for g in 0..self.flows.len() {
+            if g == fi || (first_timing && self.flows[g].recent_rtt.is_none()) {
+                let (r, s) = tail_timing(&self.flows, g, self.cfg.initial_rtt_ns);
+                self.flows[g].tail_deadline = self.flows[g].tail_deadline_for(r, s);
+            }
+        }
     }
 
     /// One more packet of message `id` was consumed by the receiver.
@@ -802,6 +835,7 @@ impl Connection {
             f.retx.clear();
             f.parked.clear();
             f.rto_deadline = None;
+            f.tail_deadline = None;
         }
         self.pkts_outstanding = 0;
     }
@@ -965,7 +999,9 @@ impl Connection {
                 let can_new = new_ok
                     && !f.dead
                     && f.window_room() > 0
-                    && (f.inflight_bytes == 0 || f.inflight_bytes + pkt_full <= self.cc.window(i));
+                    && (f.inflight_bytes == 0
+                        || f.probe_new
+                        || f.inflight_bytes + pkt_full <= self.cc.window(i));
                 if (has_retx || can_new) && f.vtime < best_v {
                     best_v = f.vtime;
                     best = Some((i, has_retx));
@@ -992,10 +1028,13 @@ impl Connection {
                 }
                 depart = gate.on_send(now, (p.len + HEADER_BYTES) as u64);
                 p.state = PktState::InFlight;
-                p.stamp = stamp;
-                p.epoch = epoch;
+                if p.cause != CAUSE_PROBE {
+                    p.stamp = stamp;
+                    p.epoch = epoch;
+                }
                 p.sent_at = depart;
                 p.sends += 1;
+                p.ack_req = true;
                 let cause = p.cause;
                 let p = *p;
                 f.inflight_bytes += p.len as u64 + HEADER_BYTES as u64;
@@ -1032,11 +1071,16 @@ impl Connection {
                     epoch: f.epoch,
                     sends: 1,
                     cause: 0,
+                    ack_req: false,
                     state: PktState::InFlight,
                 });
                 f.inflight_bytes += len as u64 + HEADER_BYTES as u64;
-                let nearly_full =
-                    f.window_room() <= 2 || f.inflight_bytes + pkt_full > self.cc.window(fi);
+                let nearly_full = std::mem::take(&mut f.probe_new)
+                    || f.window_room() <= 2
+                    || f.inflight_bytes + pkt_full > self.cc.window(fi);
+                if let Some(p) = f.ring.back_mut() {
+                    p.ack_req = ack_req || nearly_full;
+                }
                 bytes = len + HEADER_BYTES;
                 let mut d = self.descriptor(fi, seq, id, offset, len);
                 if ack_req || nearly_full {
@@ -1054,12 +1098,23 @@ impl Connection {
                 self.cfg.initial_rto_ns,
             );
             let rate = self.cc.pacing_rate(fi).max(1e-6);
+            let shared = self.shared();
+            let tail = (self.flows[fi].tail_deadline.is_none() && desc.flags & FLAG_ACK_REQ != 0)
+                .then(|| tail_timing(&self.flows, fi, self.cfg.initial_rtt_ns));
             let f = &mut self.flows[fi];
             if f.rto_deadline.is_none() {
                 f.rto_deadline = Some(depart + rto);
             }
+            if let Some((r, s)) = tail {
+                f.tail_deadline = Some(depart + r + s);
+            }
             let gap = (bytes as f64 / rate) as u64;
-            f.burst_ns = gap * self.cfg.pacing_burst_packets.saturating_sub(1) as u64;
+            // At a shared receiver the burst after idling is at most one base RTT of pacing
+            // credit: at a small share (an incast) `pacing_burst_packets` gaps are hundreds
+            // of microseconds, a credit the flow would spend at line rate whenever its window
+            // opens, well above its share for as long.
+            let burst = gap * self.cfg.pacing_burst_packets.saturating_sub(1) as u64;
+            f.burst_ns = if shared { burst.min(f.min_rtt) } else { burst };
             f.next_send_at = f.next_send_at.max(now) + gap;
             let v = f.vtime.max(self.vclock);
             self.vclock = v;
@@ -1091,6 +1146,9 @@ impl Connection {
         let ready = self.state == ConnState::Ready;
         for f in &self.flows {
             if let Some(d) = f.rto_deadline {
+                at(d);
+            }
+            if let Some(d) = f.tail_deadline.filter(|_| self.shared()) {
                 at(d);
             }
             for &(p, _) in &f.parked {
@@ -1126,7 +1184,9 @@ impl Connection {
                 let can_new = new_ok
                     && !f.dead
                     && f.window_room() > 0
-                    && (f.inflight_bytes == 0 || f.inflight_bytes + pkt_full <= self.cc.window(*i));
+                    && (f.inflight_bytes == 0
+                        || f.probe_new
+                        || f.inflight_bytes + pkt_full <= self.cc.window(*i));
                 !f.retx.is_empty() || can_new
             })
             .map(|(_, f)| f.pace_at())
@@ -1155,6 +1215,36 @@ impl Connection {
                 // The backoff is over: the Tag may send again (and is no deadline any more).
                 tag.rnr_until = 0;
                 self.starved = false;
+            }
+        }
+        let shared = self.shared();
+        for fi in 0..self.flows.len() {
+            if self.flows[fi].tail_deadline.is_none_or(|d| d > now) {
+                continue;
+            }
+            let (rtt, slack) = tail_timing(&self.flows, fi, self.cfg.initial_rtt_ns);
+            let new_data = !self.starved && !self.active_tags.is_empty();
+            let f = &mut self.flows[fi];
+            let due = shared && f.tail_due(now, rtt, slack);
+            if due {
+                if new_data && !f.dead && f.window_room() > 0 {
+                    if !f.probe_new {
+                        f.probe_new = true;
+                        f.probes += 1;
+                        self.stats.tail_probes += 1;
+                    }
+                } else if f.tail_probe(HEADER_BYTES as u64).is_some() {
+                    f.probes += 1;
+                    self.stats.tail_probes += 1;
+                    self.stats.retx_probe += 1;
+                }
+            }
+            f.tail_deadline = f.tail_deadline_for(rtt, slack);
+            if due {
+                // The overdue packets stay in flight until the probe's ACK: wait for it (the
+                // backed-off wait) rather than for a deadline already past.
+                let wait = (rtt + slack) << f.probes.min(6);
+                f.tail_deadline = f.tail_deadline.map(|d| d.max(now + wait));
             }
         }
         let max_rto = self.cfg.max_rto_ns;
@@ -1260,6 +1350,31 @@ fn emit(out: &mut VecDeque<WorkCompletion>, conn: u32, m: &Msg) {
         byte_len: m.wr.len,
         imm: None,
     });
+}
+
+/// Tail-loss timing of flow `fi`: how long an ACK takes now (its own most recent delivery's
+/// RTT, or, before it has one, the slowest sibling's: same peer, and in an incast the same
+/// bottleneck; before any delivery, the configured initial RTT) and the slack for queueing
+/// growth (a quarter of the smoothed RTT plus the RTT variation).
+fn tail_timing(flows: &[Flow], fi: usize, initial_rtt: u64) -> (u64, u64) {
+    let f = &flows[fi];
+    let Some(rtt) = f
+        .recent_rtt
+        .or_else(|| flows.iter().filter_map(|g| g.recent_rtt).max())
+    else {
+        return (initial_rtt, initial_rtt / 4);
+    };
+    let (srtt, rttvar) = if f.has_rtt {
+        (f.srtt, f.rttvar)
+    } else {
+        flows
+            .iter()
+            .filter(|g| g.has_rtt)
+            .map(|g| (g.srtt, g.rttvar))
+            .max()
+            .unwrap_or((rtt, rtt / 2))
+    };
+    (rtt, srtt / 4 + rttvar)
 }
 
 /// Retransmission timeout of flow `fi`: from its own RTT samples, or, before it has any, from

@@ -45,8 +45,11 @@ pub(crate) struct Pkt {
     pub epoch: u32,
     /// Transmissions so far.
     pub sends: u32,
-    /// Why it waits in the retransmit queue ([`CAUSE_LOSS`] or [`CAUSE_NOT_READY`]).
+    /// Why it waits in the retransmit queue ([`CAUSE_LOSS`], [`CAUSE_NOT_READY`] or
+    /// [`CAUSE_PROBE`]).
     pub cause: u8,
+    /// The last transmission asked the receiver for an immediate ACK.
+    pub ack_req: bool,
     /// State.
     pub state: PktState,
 }
@@ -55,6 +58,8 @@ pub(crate) struct Pkt {
 pub(crate) const CAUSE_LOSS: u8 = 1;
 /// Queued because the receiver refused it for now ("not ready", "out of window").
 pub(crate) const CAUSE_NOT_READY: u8 = 2;
+/// Queued as a tail-loss probe ([`Flow::tail_probe`]): resent with its old stamp.
+pub(crate) const CAUSE_PROBE: u8 = 3;
 
 /// Outcome of an ACK on one flow.
 #[derive(Debug, Clone, Copy, Default)]
@@ -67,6 +72,12 @@ pub(crate) struct AckOutcome {
     pub lost_packets: u32,
     /// Payload bytes newly declared lost.
     pub lost_payload: u64,
+    /// The highest delivered stamp grew (a packet sent later than any delivered before
+    /// arrived): [`Flow::hi_sent_at`] is that packet's send time.
+    pub hi_grew: bool,
+    /// The packet that raised the highest delivered stamp was sent only once, so the time
+    /// since [`Flow::hi_sent_at`] is its RTT.
+    pub hi_grew_clean: bool,
 }
 
 /// Send side of one flow.
@@ -94,6 +105,8 @@ pub(crate) struct Flow {
     pub rttvar: u64,
     /// Whether an RTT sample arrived yet.
     pub has_rtt: bool,
+    /// Smallest RTT sample (ns): the path's RTT without queueing.
+    pub min_rtt: u64,
     /// Retransmission timer deadline, when armed.
     pub rto_deadline: Option<u64>,
     /// Consecutive timeouts without an ACK in between.
@@ -123,6 +136,17 @@ pub(crate) struct Flow {
     /// ACK's `refused` field): one per terminal NAK that consumed a packet, or the count of the
     /// last ACK that was ahead of it (its refusals' NAKs were lost).
     pub refused_known: u16,
+    /// Round-trip time of the most recently sent packet known delivered, measured when its
+    /// ACK arrived: how long an ACK takes on this route now (tail-loss detection).
+    pub recent_rtt: Option<u64>,
+    /// Tail-loss deadline: when the ACK of the earliest in-flight packet that requested one is
+    /// overdue (see [`Flow::tail_probe`]).
+    pub tail_deadline: Option<u64>,
+    /// Tail-loss probes since the flow last made progress.
+    pub probes: u32,
+    /// A tail-loss probe is due as new data: the flow may send one new packet beyond its
+    /// window.
+    pub probe_new: bool,
 }
 
 /// Largest weight (a healthy flow).
@@ -147,6 +171,7 @@ impl Flow {
             srtt: initial_rtt,
             rttvar: initial_rtt / 2,
             has_rtt: false,
+            min_rtt: initial_rtt,
             rto_deadline: None,
             consecutive_timeouts: 0,
             timeouts_on_entropy: 0,
@@ -160,7 +185,65 @@ impl Flow {
             inflight_bytes: 0,
             parked: VecDeque::new(),
             refused_known: 0,
+            recent_rtt: None,
+            tail_deadline: None,
+            probes: 0,
+            probe_new: false,
         }
+    }
+
+    /// Send time of the most recently sent packet known delivered.
+    pub fn hi_sent_at(&self) -> u64 {
+        self.hi_sent_at
+    }
+
+    /// When the tail-loss probe is next due, given how long an ACK takes (`rtt`) and the
+    /// allowance for queueing growth (`slack`): the earliest in-flight packet that requested
+    /// an immediate ACK, plus both, doubled for every probe since the flow last made progress.
+    /// `None` if no such packet is in flight.
+    pub fn tail_deadline_for(&self, rtt: u64, slack: u64) -> Option<u64> {
+        let wait = (rtt + slack) << self.probes.min(6);
+        self.ring
+            .iter()
+            .filter(|p| p.state == PktState::InFlight && p.ack_req)
+            .map(|p| p.sent_at + wait)
+            .min()
+    }
+
+    /// Whether a tail-loss probe is due: the ACK of a packet that requested one is overdue
+    /// (sent more than `rtt + slack` ago, `rtt` being how long the most recent delivery's ACK
+    /// took; backed off per probe since the last progress).
+    ///
+    /// The probe is a packet sent after the overdue ones on the same flow: new data when
+    /// there is some (one packet beyond the window, [`Flow::probe_new`]), else the last packet
+    /// in flight again ([`Flow::tail_probe`]). Paths are FIFO, so when the probe is delivered,
+    /// every packet sent before it that is still missing is a hole of the next ACK
+    /// ([`Flow::on_ack`]) and is resent; when they were only delayed, they arrive first and
+    /// nothing else is resent. Without a probe, a flow whose last packets were dropped (an
+    /// incast's first burst) and whose window they fill has no later delivery to expose them
+    /// and waits for its retransmission timeout, many RTTs.
+    pub fn tail_due(&self, now: u64, rtt: u64, slack: u64) -> bool {
+        self.tail_deadline_for(rtt, slack).is_some_and(|d| d <= now)
+    }
+
+    /// Queues the flow's last packet in flight for resending as a tail-loss probe (see
+    /// [`Flow::tail_due`]). It keeps its stamp: the ACK cannot tell the probe from the first
+    /// copy, and the first copy's stamp is the evidence either copy's delivery gives. Returns
+    /// its payload length, if there was a packet in flight.
+    pub fn tail_probe(&mut self, pkt_overhead: u64) -> Option<u32> {
+        let i = self
+            .ring
+            .iter()
+            .rposition(|p| p.state == PktState::InFlight)?;
+        let p = &mut self.ring[i];
+        p.state = PktState::Queued;
+        p.cause = CAUSE_PROBE;
+        let len = p.len;
+        self.inflight_bytes = self
+            .inflight_bytes
+            .saturating_sub(len as u64 + pkt_overhead);
+        self.retx.push_front(self.base + i as u64);
+        Some(len)
     }
 
     /// The wire FSN of a sequence.
@@ -215,6 +298,11 @@ impl Flow {
 
     /// Feeds an RTT sample (RFC 6298 weights).
     pub fn rtt_sample(&mut self, rtt: u64) {
+        self.min_rtt = if self.has_rtt {
+            self.min_rtt.min(rtt)
+        } else {
+            rtt
+        };
         if !self.has_rtt {
             self.srtt = rtt;
             self.rttvar = rtt / 2;
@@ -269,6 +357,8 @@ impl Flow {
                 hi_before = p.stamp;
                 f.hi_epoch = p.epoch;
                 f.hi_sent_at = p.sent_at;
+                // Karn: a resent packet's ACK may be the first copy's; its timing is unknown.
+                out.hi_grew_clean = p.sends == 1;
             }
             out.acked_packets += 1;
             out.acked_payload += p.len as u64;
@@ -299,6 +389,7 @@ impl Flow {
             }
         }
         let grew = hi_before > self.hi_stamp;
+        out.hi_grew = grew;
         self.hi_stamp = hi_before;
         // Holes: missing packets below the highest SACKed one, sent before a delivered packet.
         if let (true, Some(hi_seq)) = (grew, highest) {
@@ -386,6 +477,7 @@ mod tests {
                 epoch: 0,
                 sends: 1,
                 cause: 0,
+                ack_req: false,
                 state: PktState::InFlight,
             });
             f.inflight_bytes += 200;
@@ -477,6 +569,32 @@ mod tests {
         assert_eq!(o.acked_packets, 1);
         assert_eq!(f.base, 4);
         assert_eq!(f.inflight_bytes, 0);
+    }
+
+    #[test]
+    fn a_tail_probe_is_due_an_rtt_after_the_last_ack_request_and_keeps_its_stamp() {
+        let mut f = flow_with(4);
+        f.ring[3].ack_req = true; // sent at 30
+        let stamp3 = f.ring[3].stamp;
+        // ACKs take 100 ns now, plus 20 of slack.
+        assert!(!f.tail_due(149, 100, 20));
+        assert!(f.tail_due(150, 100, 20));
+        assert_eq!(f.tail_probe(100), Some(100));
+        assert_eq!(f.retx, VecDeque::from(vec![3]));
+        assert_eq!(f.ring[3].cause, CAUSE_PROBE);
+        assert_eq!(f.inflight_bytes, 3 * 200);
+        assert_eq!(f.ring[3].stamp, stamp3, "the stamp is the first copy's");
+        // Nothing else requests an ACK: no further deadline.
+        assert_eq!(f.tail_deadline_for(100, 20), None);
+        // Either copy of seq 3 delivered proves seq 1 and 2 lost (sent before it).
+        f.ring[3].state = PktState::InFlight;
+        let o = f.on_ack(f.fsn(1), &sack(&[1]), 0, 100, |_| {}, |_| {});
+        assert_eq!((o.acked_packets, o.lost_packets), (2, 2));
+        // Backoff: after a probe without progress the wait doubles.
+        let mut g = flow_with(2);
+        g.ring[1].ack_req = true; // sent at 10
+        g.probes = 1;
+        assert_eq!(g.tail_deadline_for(100, 20), Some(10 + 240));
     }
 
     #[test]

@@ -4,10 +4,13 @@
 //! Max-min fairness (water filling): senders whose demand (their line rate, from the CM
 //! exchange) is below an equal share get their demand; the rest is split equally among the
 //! others. A sender is active while its flows have made progress within the activity timeout.
-//! An inactive sender's hint is the share it would get if it started now (capacity divided by one
-//! more than the active count, at most its demand), so a sender that starts into an incast starts
-//! at the right rate instead of probing. Because every ACK carries the hint, senders reach their
-//! shares one RTT after the receiver recomputes.
+//! An inactive sender's hint is its share if every sender we expect started now (capacity
+//! divided by the number of peers that connected to us or have sent to us, and at least one
+//! more than the active ones; at most its demand): senders that start together into an incast
+//! all carry the incast's share on their very first ACK, before the receiver has seen any of
+//! them (the receiver recomputes periodically, and the first ACKs leave before that). Once a
+//! sender is active its hint is its max-min share among the active senders. Because every ACK
+//! carries the hint, senders reach their shares one RTT after the receiver recomputes.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +20,9 @@ struct Sender {
     progress: u64,
     last_progress_at: Option<u64>,
     hint: u32,
+    /// Counts toward a newcomer's share: the peer opened the connection to us (to send,
+    /// presumably), or it has sent on it.
+    expected: bool,
 }
 
 /// Fair-share rate hints for the senders of one receiver.
@@ -43,8 +49,20 @@ impl FairShare {
         self.capacity_mbps
     }
 
-    /// Adds (or updates) a sender, identified by our connection id, with its line rate.
+    /// Adds (or updates) a sender, identified by our connection id, with its line rate: a
+    /// peer that opened the connection to us, and so counts toward a newcomer's share from the
+    /// start (see the module documentation).
     pub fn add_sender(&mut self, conn: u32, demand_mbps: u32) {
+        self.insert(conn, demand_mbps, true);
+    }
+
+    /// Adds (or updates) the peer of a connection we opened: it may send on it too, but counts
+    /// toward a newcomer's share only once it has.
+    pub fn add_own_connection(&mut self, conn: u32, demand_mbps: u32) {
+        self.insert(conn, demand_mbps, false);
+    }
+
+    fn insert(&mut self, conn: u32, demand_mbps: u32, expected: bool) {
         let demand_mbps = if demand_mbps == 0 {
             self.capacity_mbps
         } else {
@@ -55,8 +73,10 @@ impl FairShare {
             progress: 0,
             last_progress_at: None,
             hint: 0,
+            expected,
         });
         e.demand_mbps = demand_mbps;
+        e.expected |= expected;
     }
 
     /// Forgets a sender.
@@ -72,6 +92,7 @@ impl FairShare {
         {
             s.progress = progress;
             s.last_progress_at = Some(now);
+            s.expected = true;
         }
     }
 
@@ -112,7 +133,11 @@ impl FairShare {
             remaining -= give;
             left -= 1;
         }
-        let newcomer = self.capacity_mbps / (active.len() as u32 + 1);
+        // Every known sender counts for a newcomer: those that are not active yet may start
+        // at the same instant as it does (a synchronised incast).
+        let expected = self.senders.values().filter(|s| s.expected).count();
+        let all = expected.max(active.len() + 1);
+        let newcomer = self.capacity_mbps / all as u32;
         for (&conn, s) in self.senders.iter_mut() {
             let hint = match shares.get(&conn) {
                 Some(&h) => h.max(1),
@@ -151,6 +176,38 @@ mod tests {
         let h = hints(&mut f, 16_000);
         assert_eq!(h[&1], 33_333);
         assert_eq!(h[&4], 25_000, "a newcomer would be the fourth");
+    }
+
+    #[test]
+    fn senders_that_start_together_get_the_incast_share_before_they_are_seen() {
+        let mut f = FairShare::new(100_000, 10_000);
+        for c in 0..8 {
+            f.add_sender(c, 100_000);
+        }
+        // Nobody active yet: the first ACKs of a synchronised start already carry C / 8.
+        let h = hints(&mut f, 0);
+        assert!(h.values().all(|&v| v == 12_500), "{h:?}");
+        // Two are active: they split the capacity; the others would be among all eight.
+        f.observe(0, 1_000, 1);
+        f.observe(1, 1_000, 1);
+        let h = hints(&mut f, 1_000);
+        assert_eq!((h[&0], h[&1], h[&5]), (50_000, 50_000, 12_500));
+        // A lone sender of one known is not held back.
+        let mut g = FairShare::new(100_000, 10_000);
+        g.add_sender(3, 100_000);
+        assert_eq!(hints(&mut g, 0)[&3], 100_000);
+        // Connections we opened do not count until their peer sends on them (a ring: one
+        // peer sends to us, we send to the other).
+        g.add_own_connection(4, 100_000);
+        assert_eq!(hints(&mut g, 0)[&3], 100_000);
+        g.observe(4, 10, 1);
+        g.observe(4, 20, 2);
+        let h = hints(&mut g, 30);
+        assert_eq!(
+            (h[&3], h[&4]),
+            (50_000, 100_000),
+            "4 is active; 3 would be the second"
+        );
     }
 
     #[test]

@@ -566,3 +566,108 @@ fn the_retransmission_timer_starts_when_a_packet_can_leave_not_when_it_was_cut()
     assert!(c.transmit_at().is_some_and(|t| t <= 180_000));
     assert_eq!(send_all(&mut c, 180_000).len(), 3);
 }
+
+/// `ack` carrying a rate hint.
+fn ack_hint(flow: u16, cum: u32, sacked: &[u32], ts: u32, hint: u32) -> Event {
+    let mut e = ack(flow, cum, sacked, ts);
+    if let Event::Ack { rate_hint_mbps, .. } = &mut e {
+        *rate_hint_mbps = hint;
+    }
+    e
+}
+
+#[test]
+fn a_dropped_tail_at_a_shared_receiver_is_probed_within_an_rtt_not_left_to_the_timeout() {
+    let mut c = ready(1, &[TagMode::Ordered], TransportConfig::default());
+    c.post(write(1, 0, 64 * MTU)).unwrap();
+    let d = send_all(&mut c, 0);
+    assert_eq!(d.len(), 8, "the initial window");
+    let f0 = d[0].fsn;
+    // An incast's first burst: packets 0 and 1 got through, 2..=7 were dropped. The ACK
+    // (10 µs RTT) carries a small share, so the window stays full of lost packets.
+    c.handle_event(10_000, &ack_hint(0, fsn_add(f0, 2), &[], 0, 2_000));
+    assert!(send_all(&mut c, 10_000).is_empty(), "window full");
+    let t = c.poll_timeout().unwrap();
+    assert!(
+        t < 30_000,
+        "the probe is due about an RTT after the last ACK-requesting packet, not after the \
+         100 µs minimum RTO: {t}"
+    );
+    c.handle_timeout(t);
+    assert!(
+        c.poll_timer().unwrap() > t,
+        "the next tail deadline waits for the probe's ACK, not the past one"
+    );
+    let p = send_all(&mut c, t);
+    assert_eq!(p.len(), 1, "one probe");
+    assert_eq!(p[0].fsn, fsn_add(f0, 8), "new data, beyond the window");
+    assert!(p[0].flags & FLAG_ACK_REQ != 0);
+    assert_eq!(c.stats().tail_probes, 1);
+    // The probe arrives: everything sent before it and still missing was lost (FIFO path).
+    c.handle_event(
+        t + 10_000,
+        &ack_hint(0, fsn_add(f0, 2), &[fsn_add(f0, 8)], t as u32, 2_000),
+    );
+    // Resends go first, paced at the share.
+    let mut fsns = Vec::new();
+    let mut now = t + 10_000;
+    while fsns.len() < 6 && now < t + 60_000 {
+        fsns.extend(send_all(&mut c, now).iter().map(|x| x.fsn));
+        now += 500;
+    }
+    assert_eq!(fsns, (2..8).map(|i| fsn_add(f0, i)).collect::<Vec<_>>());
+    assert_eq!((c.stats().retx_sack, c.stats().timeouts), (6, 0));
+}
+
+#[test]
+fn no_probe_when_the_receiver_is_not_shared() {
+    let mut c = ready(1, &[TagMode::Ordered], TransportConfig::default());
+    c.post(write(1, 0, 64 * MTU)).unwrap();
+    let d = send_all(&mut c, 0);
+    let f0 = d[0].fsn;
+    // The whole line rate is ours: losses are left to SACK and the timeout (whose entropy
+    // change also moves the flow off a congested path).
+    c.handle_event(10_000, &ack_hint(0, fsn_add(f0, 2), &[], 0, 100_000));
+    let t = c.poll_timer().unwrap();
+    assert!(t >= 100_000, "only the retransmission timeout: {t}");
+    c.handle_timeout(40_000);
+    assert!(
+        send_all(&mut c, 40_000)
+            .iter()
+            .all(|x| ferroce_proto::wire::fsn_diff(x.fsn, f0) >= 8),
+        "nothing resent"
+    );
+    assert_eq!(c.stats().tail_probes, 0);
+}
+
+#[test]
+fn at_a_small_share_the_burst_after_idling_is_at_most_an_rtt_of_credit() {
+    // The default burst of 8 packets per flow, at a 1 Gb/s share of 4 flows (an incast of 100),
+    // would be a credit of 7 gaps of 35 µs: 245 µs of line-rate sending above the share.
+    let mut c = Connection::new(
+        params(4, &[TagMode::Ordered]),
+        TransportConfig::default(),
+        0,
+    );
+    c.set_ready(0);
+    c.post(write(1, 0, 256 * MTU)).unwrap();
+    let d = send_all(&mut c, 0);
+    let mut hi = std::collections::BTreeMap::new();
+    for x in &d {
+        hi.insert(x.flow, x.fsn);
+    }
+    for (&f, &fsn) in &hi {
+        c.handle_event(10_000, &ack_hint(f, fsn_add(fsn, 1), &[], 0, 1_000));
+    }
+    // Everything acknowledged; long idle; then count what leaves within 30 µs.
+    let mut sent = 0;
+    let mut now = 300_000;
+    while now < 330_000 {
+        sent += send_all(&mut c, now).len();
+        now += 500;
+    }
+    // 1 Gb/s for 30 µs is 3.4 packets of 1100 bytes; one RTT (10 µs) of credit adds about one
+    // per flow.
+    assert!(sent <= 9, "{sent} packets in 30 µs at a 1 Gb/s share");
+    assert!(sent >= 3, "{sent}");
+}

@@ -588,7 +588,7 @@ pub fn run(
                 max_wire = max_wire.max(h.max_frame_wire);
                 for c in h.conns() {
                     if let Ok(s) = h.ctx().conn_stats(c) {
-                        o.resent += s.retx_sack + s.retx_timeout;
+                        o.resent += s.retransmissions();
                         o.timeouts += s.timeouts;
                     }
                 }
