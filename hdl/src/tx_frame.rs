@@ -929,7 +929,8 @@ impl Logic for TxFrameBuilder {
             self.prev.d.next = 0.into();
             self.vj.d.next = 1.into();
             if !self.g_valid.q.val() & !self.fl_pend.q.val() & !self.vp_go.q.val() {
-                // No frame's CRC in flight: start from a clean value (also after power-up).
+                // No frame's CRC in flight: start from a clean value (also after power-up and
+                // reset, which therefore need not touch the CRC).
                 self.crc.d.next = self.k_crc_lrh.val();
             }
             if self.g_par.q.val() {
@@ -950,7 +951,6 @@ impl Logic for TxFrameBuilder {
             self.g_valid.d.next = false;
             self.fl_pend.d.next = false;
             self.vp_go.d.next = false;
-            self.crc.d.next = self.k_crc_lrh.val();
             self.o0_live.d.next = false;
             self.o1_live.d.next = false;
             self.d1_valid.d.next = false;

@@ -9,16 +9,15 @@
 //! without the budget the same host queues more than a minimum RTO in its NIC; one
 //! connection alone still runs at line rate, and is host-paced only if configured to be.
 
+mod common;
+
+use common::{MTU, write_64k};
 use ferroce::core::host_budget::round_robin;
-use ferroce::core::{
-    Connection, ConnectionParams, HostBudget, HostBudgetConfig, TagMode, TransportConfig,
-    WorkRequest, WrKind,
-};
+use ferroce::core::{Connection, HostBudget, HostBudgetConfig, TransportConfig};
 use ferroce_proto::hsi::{Event, TxDescriptor};
 use ferroce_proto::wire::fsn_add;
 use std::collections::VecDeque;
 
-const MTU: u32 = 4096;
 const LINE_MBPS: u32 = 100_000;
 /// Bytes per ns at the line rate.
 const LINE: f64 = LINE_MBPS as f64 / 8000.0;
@@ -41,24 +40,12 @@ struct Outcome {
 }
 
 fn connection(i: usize) -> Connection {
-    let p = ConnectionParams {
-        local_conn: i as u32,
-        flows: 4,
-        mtu: MTU,
-        tag_modes: vec![TagMode::Unordered],
-        tx_initial_fsn: 1000 * i as u32,
-        msg_slots: 8,
-        recv_depth: 16,
-        entropies: (0..64).map(|e| 1000 + e).collect(),
-    };
     // The fabric experiments' first timeout (the library's default is a generous 1 ms).
     let cfg = TransportConfig {
         initial_rto_ns: 200_000,
         ..TransportConfig::default()
     };
-    let mut c = Connection::new(p, cfg, 0);
-    c.set_ready(0);
-    c
+    common::connection(i, cfg)
 }
 
 /// `n` connections with deep backlogs for `end` ns; `delay` one way to the receivers;
@@ -92,20 +79,7 @@ fn run(n: usize, budget: HostBudgetConfig, delay: u64, end: u64, warmup: u64) ->
         for c in conns.iter_mut() {
             while c.poll_completion().is_some() {}
             while c.send_outstanding() < 8 {
-                c.post(WorkRequest {
-                    wr_id: wr,
-                    tag: 0,
-                    local_addr: 0,
-                    len: 64 * 1024,
-                    kind: WrKind::Write {
-                        remote_va: 0,
-                        rkey: 1,
-                        imm: None,
-                    },
-                    signaled: true,
-                    solicited: false,
-                })
-                .unwrap();
+                c.post(write_64k(wr)).unwrap();
                 wr += 1;
             }
             if c.poll_timer().is_some_and(|t| t <= now) {

@@ -8,15 +8,15 @@
 //! two RTTs of the receiver noticing them, the aggregate sending rate is at most C (+10 %) and
 //! stays there; the port stays busy (no collapse); the senders share fairly.
 
-use ferroce::core::{
-    Connection, ConnectionParams, FairShare, TagMode, TransportConfig, WorkRequest, WrKind,
-};
+mod common;
+
+use common::write_64k;
+use ferroce::core::{Connection, FairShare, TransportConfig};
 use ferroce_proto::hsi::{Event, TxDescriptor};
 use ferroce_proto::wire::fsn_add;
 use std::collections::VecDeque;
 
 const N: usize = 8;
-const MTU: u32 = 4096;
 const CAPACITY_MBPS: u32 = 100_000;
 /// Bytes per ns at C.
 const C: f64 = CAPACITY_MBPS as f64 / 8000.0;
@@ -40,21 +40,7 @@ struct Packet {
 #[test]
 fn incast_settles_within_two_rtts_of_the_receiver_noticing() {
     let mut senders: Vec<Connection> = (0..N)
-        .map(|i| {
-            let p = ConnectionParams {
-                local_conn: i as u32,
-                flows: 4,
-                mtu: MTU,
-                tag_modes: vec![TagMode::Unordered],
-                tx_initial_fsn: 1000 * i as u32,
-                msg_slots: 8,
-                recv_depth: 16,
-                entropies: (0..64).map(|e| 1000 + e).collect(),
-            };
-            let mut c = Connection::new(p, TransportConfig::default(), 0);
-            c.set_ready(0);
-            c
-        })
+        .map(|i| common::connection(i, TransportConfig::default()))
         .collect();
     let mut fair = FairShare::new(CAPACITY_MBPS, 100_000);
     for i in 0..N {
@@ -86,20 +72,7 @@ fn incast_settles_within_two_rtts_of_the_receiver_noticing() {
             }
             while s.poll_completion().is_some() {}
             while s.send_outstanding() < 16 {
-                s.post(WorkRequest {
-                    wr_id: wr,
-                    tag: 0,
-                    local_addr: 0,
-                    len: 64 * 1024,
-                    kind: WrKind::Write {
-                        remote_va: 0,
-                        rkey: 1,
-                        imm: None,
-                    },
-                    signaled: true,
-                    solicited: false,
-                })
-                .unwrap();
+                s.post(write_64k(wr)).unwrap();
                 wr += 1;
             }
             if s.poll_timeout().is_some_and(|t| t <= now) {

@@ -360,15 +360,20 @@ mod tests {
         assert!(t.may_send(0, 100_000));
     }
 
-    #[test]
-    fn the_pacer_holds_the_line_rate_and_the_burst() {
-        let mut b = HostBudget::new(
+    /// The default pacer at 100 Gb/s, without the in-flight cap.
+    fn pacer_only() -> HostBudget {
+        HostBudget::new(
             HostBudgetConfig {
                 bdp_multiple: 0.0,
                 ..HostBudgetConfig::default()
             },
             100_000,
-        );
+        )
+    }
+
+    #[test]
+    fn the_pacer_holds_the_line_rate_and_the_burst() {
+        let mut b = pacer_only();
         let line_ns = (PKT + LINE_EXTRA_BYTES) as f64 / 12.5;
         // Two connections active: the pacer gates.
         b.begin(0, 2);
@@ -407,13 +412,7 @@ mod tests {
 
     #[test]
     fn a_connection_alone_is_not_host_paced_and_its_timers_start_when_it_sends() {
-        let mut b = HostBudget::new(
-            HostBudgetConfig {
-                bdp_multiple: 0.0,
-                ..HostBudgetConfig::default()
-            },
-            100_000,
-        );
+        let mut b = pacer_only();
         let line_ns = (PKT + LINE_EXTRA_BYTES) as f64 / 12.5;
         // One active connection: 20 packets at once, far beyond the 2 µs burst.
         b.begin(0, 1);
