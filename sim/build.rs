@@ -137,22 +137,29 @@ const CYCLE_BLOCKS: &[&str] = &["nic"];
 /// The top module of a block verilated for whole-cycle stepping.
 const CYCLE_TOP: &str = "ferroce_cycle_top";
 
-/// The suffix of the wrapper's outputs that hold each output's value from just before the
-/// last clock edge (one underscore: Verilator escapes double ones in C++ names).
-const SAMPLED: &str = "_at_edge";
+/// The suffix of the wrapper's registers that hold each input for the core.
+const HELD: &str = "_held";
 
 /// The Verilog that Verilator simulates for a block of [`CYCLE_BLOCKS`].
 ///
 /// A cycle under Verilator normally takes two evaluations: one with the cycle's inputs and the
 /// clock low, after which the harness reads the outputs, and one for the rising edge. Each
 /// evaluation runs the core's whole combinational logic (rust-hdl writes each block as one
-/// `always @(*)`, and the clock reaches the children through those blocks, so Verilator
-/// re-evaluates all of it when only the clock changed). Here the clock toggles once per cycle
-/// and every edge is an active edge (`posedge` becomes `edge`: the generated Verilog uses the
-/// clock for nothing but clocking and has no `negedge`), so one evaluation applies the inputs
-/// and clocks the core. A wrapper samples every output at that edge, by non-blocking
-/// assignment, so the harness still sees the values from before the edge, exactly as a
-/// two-evaluation cycle shows them; the live outputs stay available under their own names.
+/// `always @(*)`), so a cycle costs two passes over it, and more when the inputs feed it
+/// directly: Verilator then evaluates the input-dependent logic once before and once after
+/// the edge.
+///
+/// Here a cycle is one evaluation and one pass. The clock toggles once per call and every edge
+/// is an active edge (`posedge` becomes `edge`: the generated Verilog uses the clock for
+/// nothing but clocking and has no `negedge`). A wrapper holds every input in a register
+/// loaded at the edge, so the core's logic reads only registers and Verilator has nothing to
+/// evaluate when the harness writes the inputs. One call therefore does, in this order: the
+/// clock edge that ends the previous cycle (the core sees the previous cycle's inputs, which
+/// its logic was settled with), loads this cycle's inputs, and settles the logic; the outputs
+/// are then this cycle's, before its edge, which comes with the next call. To the harness this
+/// is the usual cycle (inputs in, outputs out, then the edge), with the edge deferred.
+/// The held `reset` starts at 1, so the one edge before the harness's first inputs is a reset
+/// edge with every other input zero.
 fn cycle_verilog(verilog: &str, ports: &[Port]) -> String {
     assert!(
         !verilog.contains("negedge"),
@@ -167,37 +174,38 @@ fn cycle_verilog(verilog: &str, ports: &[Port]) -> String {
     assert_clock_only_clocks(verilog);
     for p in ports {
         assert!(
-            !ports
-                .iter()
-                .any(|q| q.name == format!("{}{SAMPLED}", p.name)),
-            "port name clash with the sampled copy of {}",
+            !verilog.contains(&format!("{}{HELD}", p.name)),
+            "name clash with the held copy of {}",
             p.name
         );
     }
     let mut v = verilog.replace(sensitivity, "always @(edge ");
-    let names: Vec<String> = std::iter::once("clock".to_string())
-        .chain(ports.iter().filter(|p| p.name != "clock").flat_map(|p| {
-            let sampled = (!p.input).then(|| format!("{}{SAMPLED}", p.name));
-            std::iter::once(p.name.clone()).chain(sampled)
-        }))
-        .collect();
+    let names: Vec<&str> = ports.iter().map(|p| p.name.as_str()).collect();
     writeln!(v, "\nmodule {CYCLE_TOP}({});", names.join(", ")).unwrap();
-    writeln!(v, "    input wire clock;").unwrap();
-    let mut conns = vec![".clock(clock)".to_string()];
-    for p in ports.iter().filter(|p| p.name != "clock") {
-        let (dir, name, w) = (if p.input { "input" } else { "output" }, &p.name, p.width);
-        writeln!(v, "    {dir} wire [{}:0] {name};", w - 1).unwrap();
-        if !p.input {
-            writeln!(v, "    output reg [{}:0] {name}{SAMPLED};", w - 1).unwrap();
+    let mut conns = Vec::new();
+    let mut loads = String::new();
+    for p in ports {
+        let (name, w) = (&p.name, p.width);
+        if name == "clock" {
+            writeln!(v, "    input wire clock;").unwrap();
+            conns.push(".clock(clock)".to_string());
+        } else if p.input {
+            let init = if name == "reset" { 1 } else { 0 };
+            writeln!(v, "    input wire [{}:0] {name};", w - 1).unwrap();
+            writeln!(v, "    reg [{}:0] {name}{HELD} = {w}'d{init};", w - 1).unwrap();
+            conns.push(format!(".{name}({name}{HELD})"));
+            writeln!(loads, "        {name}{HELD} <= {name};").unwrap();
+        } else {
+            writeln!(v, "    output wire [{}:0] {name};", w - 1).unwrap();
+            conns.push(format!(".{name}({name})"));
         }
-        conns.push(format!(".{name}({name})"));
     }
     writeln!(v, "    top core({});", conns.join(", ")).unwrap();
-    writeln!(v, "    always @(edge clock) begin").unwrap();
-    for p in ports.iter().filter(|p| !p.input) {
-        writeln!(v, "        {0}{SAMPLED} <= {0};", p.name).unwrap();
-    }
-    writeln!(v, "    end\nendmodule").unwrap();
+    writeln!(
+        v,
+        "    always @(edge clock) begin\n{loads}    end\nendmodule"
+    )
+    .unwrap();
     v
 }
 
@@ -244,17 +252,16 @@ fn assert_clock_only_clocks(verilog: &str) {
 }
 
 /// C statements that copy each port between the model and a packed word array (`w`), every
-/// port from a word boundary, in declaration order (`clock` left out). `suffix` names the
-/// model's member (the sampled copy of an output); inputs are masked to their width, as
-/// Verilator expects.
-fn packed_copy(ports: &[Port], input: bool, suffix: &str) -> String {
+/// port from a word boundary, in declaration order (`clock` left out); inputs are masked to
+/// their width, as Verilator expects.
+fn packed_copy(ports: &[Port], input: bool) -> String {
     let mut s = String::new();
     let mut at = 0;
     for p in ports
         .iter()
         .filter(|p| p.input == input && p.name != "clock")
     {
-        let m = format!("m->{}{suffix}", p.name);
+        let m = format!("m->{}", p.name);
         let words = p.width.div_ceil(32).max(1);
         let top_mask = if p.width % 32 == 0 {
             "0xffffffffu".to_string()
@@ -286,34 +293,23 @@ fn packed_copy(ports: &[Port], input: bool, suffix: &str) -> String {
     s
 }
 
-/// The whole-cycle entry points of a block of [`CYCLE_BLOCKS`]: `_cycle` takes every input,
-/// clocks the model once and returns every output as sampled before the edge and as it is
-/// after; `_settle` takes every input and evaluates without a clock edge.
+/// The whole-cycle entry point of a block of [`CYCLE_BLOCKS`]: `_cycle` takes every input,
+/// runs one evaluation (the previous cycle's edge, then these inputs; see [`cycle_verilog`])
+/// and returns every output of this cycle.
 fn cycle_shim(block: &str, ports: &[Port]) -> String {
     let mut s = String::new();
-    let inputs = packed_copy(ports, true, "");
-    let live = packed_copy(ports, false, "");
-    let sampled = packed_copy(ports, false, SAMPLED);
+    let inputs = packed_copy(ports, true);
+    let outputs = packed_copy(ports, false);
     writeln!(
         s,
-        "extern \"C\" void {block}_cycle(void* p, const uint32_t* in, uint32_t* sampled, uint32_t* live) {{"
+        "extern \"C\" void {block}_cycle(void* p, const uint32_t* in, uint32_t* out) {{"
     )
     .unwrap();
     writeln!(s, "  auto h = static_cast<{block}_h*>(p); auto m = h->m;").unwrap();
     writeln!(s, "  {{ const uint32_t* w = in;\n{inputs}  }}").unwrap();
     writeln!(s, "  m->clock = !m->clock;").unwrap();
     writeln!(s, "  {block}_eval(p);").unwrap();
-    writeln!(s, "  {{ uint32_t* w = sampled;\n{sampled}  }}").unwrap();
-    writeln!(s, "  {{ uint32_t* w = live;\n{live}  }}\n}}").unwrap();
-    writeln!(
-        s,
-        "extern \"C\" void {block}_settle(void* p, const uint32_t* in, uint32_t* live) {{"
-    )
-    .unwrap();
-    writeln!(s, "  auto m = static_cast<{block}_h*>(p)->m;").unwrap();
-    writeln!(s, "  {{ const uint32_t* w = in;\n{inputs}  }}").unwrap();
-    writeln!(s, "  {block}_eval(p);").unwrap();
-    writeln!(s, "  {{ uint32_t* w = live;\n{live}  }}\n}}").unwrap();
+    writeln!(s, "  {{ uint32_t* w = out;\n{outputs}  }}\n}}").unwrap();
     s
 }
 
@@ -424,12 +420,7 @@ fn main() {
         if CYCLE_BLOCKS.contains(name) {
             writeln!(
                 rust,
-                "    fn {name}_cycle(p: *mut c_void, i: *const u32, s: *mut u32, l: *mut u32);"
-            )
-            .unwrap();
-            writeln!(
-                rust,
-                "    fn {name}_settle(p: *mut c_void, i: *const u32, l: *mut u32);"
+                "    fn {name}_cycle(p: *mut c_void, i: *const u32, o: *mut u32);"
             )
             .unwrap();
         }
@@ -484,7 +475,7 @@ fn main() {
             writeln!(rust, "        ({:?}, {}, {}),", p.name, p.width, p.input).unwrap();
         }
         let cycle_fns = if cycle {
-            format!("Some(CycleFns {{ cycle: {name}_cycle, settle: {name}_settle }})")
+            format!("Some(CycleFns {{ cycle: {name}_cycle }})")
         } else {
             "None".to_string()
         };

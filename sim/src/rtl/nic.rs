@@ -10,7 +10,7 @@
 //!
 //! The core is verilated for whole-cycle stepping ([`Rtl::cycle`]): the harness keeps every
 //! input in a [`CycleIo`] and each cycle is one evaluation and one call into the model, which
-//! returns the outputs as sampled at the clock edge.
+//! returns the cycle's outputs, as a synchronous receiver samples them at the clock edge.
 
 use super::{CycleIo, Rtl, RtlError, Slot};
 use ferroce_driver::{Nic, NicError, SimMemory, SimPort};
@@ -145,8 +145,8 @@ pub struct Vectors {
     pub inputs: Vec<(&'static str, usize)>,
     /// Output ports: (name, width).
     pub outputs: Vec<(&'static str, usize)>,
-    /// Per cycle: input values (32-bit words per port, least significant first), then the
-    /// outputs sampled before the rising edge.
+    /// Per cycle: input values (32-bit words per port, least significant first), then
+    /// the outputs in that cycle, before its rising edge.
     pub cycles: Vec<(Vec<u32>, Vec<u32>)>,
 }
 
@@ -268,9 +268,6 @@ impl RtlNic {
             me.io.set(me.p.dw[w].req_ready, 1);
         }
         me.io.set(me.p.reset, 1);
-        // The first evaluation, without a clock edge, settles the model's initial state
-        // before the first cycle samples its outputs.
-        me.rtl.settle(&mut me.io);
         for _ in 0..4 {
             me.step();
         }
@@ -332,7 +329,7 @@ impl RtlNic {
         self.activity.cycles += 1;
         if let Some(v) = self.vectors.as_mut() {
             v.cycles
-                .push((self.io.inputs.clone(), self.io.sampled.clone()));
+                .push((self.io.inputs.clone(), self.io.outputs.clone()));
         }
         self.sample(drove);
         // Completions become visible one cycle after the write.
@@ -388,17 +385,17 @@ impl RtlNic {
     fn sample(&mut self, drove: Offered) {
         let (p, io) = (&self.p, &self.io);
         if drove.rx_valid
-            && io.sampled(p.s_ready) == 1
+            && io.output(p.s_ready) == 1
             && self.rx.pop_front().is_some_and(|(_, _, last)| last)
         {
             self.activity.rx_frames += 1;
         }
-        if io.sampled(p.m_valid) == 1 {
-            let data = io.sampled(p.m_data).to_le_bytes();
-            let keep = io.sampled(p.m_keep) as u8;
+        if io.output(p.m_valid) == 1 {
+            let data = io.output(p.m_data).to_le_bytes();
+            let keep = io.output(p.m_keep) as u8;
             self.tx_cur
                 .extend((0..8).filter(|i| keep >> i & 1 == 1).map(|i| data[i]));
-            if io.sampled(p.m_last) == 1 {
+            if io.output(p.m_last) == 1 {
                 self.tx_done.push_back(core::mem::take(&mut self.tx_cur));
                 self.activity.tx_frames += 1;
             }
@@ -407,12 +404,12 @@ impl RtlNic {
             self.sample_write(w, drove.write_ready[w]);
         }
         let (p, io) = (&self.p, &self.io);
-        if drove.read_valid && io.sampled(p.dr_ready) == 1 {
+        if drove.read_valid && io.output(p.dr_ready) == 1 {
             self.dr.beats.pop_front();
         }
-        if io.sampled(p.dr_req_valid) == 1 {
-            let addr = io.sampled(p.dr_req_addr);
-            let len = io.sampled(p.dr_req_len) as usize;
+        if io.output(p.dr_req_valid) == 1 {
+            let addr = io.output(p.dr_req_addr);
+            let len = io.output(p.dr_req_len) as usize;
             self.queue_read(addr, len);
         }
     }
@@ -420,10 +417,10 @@ impl RtlNic {
     /// DMA write channel `w`: takes a data beat (if it offered room) and a new request.
     fn sample_write(&mut self, w: usize, ready: bool) {
         let (wp, io) = (&self.p.dw[w], &self.io);
-        if ready && io.sampled(wp.valid) == 1 {
-            let data = io.sampled(wp.data).to_le_bytes();
-            let keep = wp.keep.map_or(0xff, |k| io.sampled(k) as u8);
-            let last = io.sampled(wp.last) == 1;
+        if ready && io.output(wp.valid) == 1 {
+            let data = io.output(wp.data).to_le_bytes();
+            let keep = wp.keep.map_or(0xff, |k| io.output(k) as u8);
+            let last = io.output(wp.last) == 1;
             if let Some((_, len, buf)) = self.dw[w].open.front_mut() {
                 buf.extend((0..8).filter(|i| keep >> i & 1 == 1).map(|i| data[i]));
                 if last {
@@ -441,9 +438,9 @@ impl RtlNic {
             }
         }
         let (wp, io) = (&self.p.dw[w], &self.io);
-        if io.sampled(wp.req_valid) == 1 {
-            let addr = io.sampled(wp.req_addr);
-            let len = io.sampled(wp.req_len) as usize;
+        if io.output(wp.req_valid) == 1 {
+            let addr = io.output(wp.req_addr);
+            let len = io.output(wp.req_len) as usize;
             self.dw[w].open.push_back((addr, len, Vec::new()));
             if len == 0 && self.dw[w].open.len() == 1 {
                 self.finish_write(w);
@@ -494,7 +491,7 @@ impl RtlNic {
                     .dw
                     .iter()
                     .all(|c| c.open.is_empty() && c.done.is_none())
-                && self.io.live(self.p.busy) == 0;
+                && self.io.output(self.p.busy) == 0;
             quiet = if idle { quiet + 1 } else { 0 };
             self.step();
             assert!(
@@ -507,30 +504,24 @@ impl RtlNic {
 
 impl Nic for RtlNic {
     fn read_reg(&mut self, offset: u32) -> u32 {
+        // Each handshake is decided within a cycle: `step` shows the cycle's outputs for the
+        // inputs set, before the edge that completes the transfer.
         self.io.set(self.p.araddr, offset as u64);
         self.io.set(self.p.arvalid, 1);
         self.io.set(self.p.rready, 0);
-        loop {
-            // The handshake is decided within the cycle: evaluate the new inputs first.
-            self.rtl.settle(&mut self.io);
-            let taken = self.io.live(self.p.arready) == 1;
+        self.step();
+        while self.io.output(self.p.arready) == 0 {
             self.step();
-            if taken {
-                break;
-            }
         }
         self.io.set(self.p.arvalid, 0);
         self.io.set(self.p.rready, 1);
-        loop {
-            self.rtl.settle(&mut self.io);
-            if self.io.live(self.p.rvalid) == 1 {
-                let v = self.io.live(self.p.rdata) as u32;
-                self.step();
-                self.io.set(self.p.rready, 0);
-                return v;
-            }
+        self.step();
+        while self.io.output(self.p.rvalid) == 0 {
             self.step();
         }
+        let v = self.io.output(self.p.rdata) as u32;
+        self.io.set(self.p.rready, 0);
+        v
     }
 
     fn write_reg(&mut self, offset: u32, value: u32) {
@@ -539,24 +530,16 @@ impl Nic for RtlNic {
         self.io.set(self.p.awvalid, 1);
         self.io.set(self.p.wvalid, 1);
         self.io.set(self.p.bready, 0);
-        loop {
-            self.rtl.settle(&mut self.io);
-            let taken = self.io.live(self.p.awready) == 1 && self.io.live(self.p.wready) == 1;
+        self.step();
+        while self.io.output(self.p.awready) == 0 || self.io.output(self.p.wready) == 0 {
             self.step();
-            if taken {
-                break;
-            }
         }
         self.io.set(self.p.awvalid, 0);
         self.io.set(self.p.wvalid, 0);
         self.io.set(self.p.bready, 1);
-        loop {
-            self.rtl.settle(&mut self.io);
-            let done = self.io.live(self.p.bvalid) == 1;
+        self.step();
+        while self.io.output(self.p.bvalid) == 0 {
             self.step();
-            if done {
-                break;
-            }
         }
         self.io.set(self.p.bready, 0);
         // Writes take effect in the model at once: let the core act on this one (a doorbell,
