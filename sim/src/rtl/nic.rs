@@ -91,8 +91,11 @@ struct WriteChannel {
 /// The read channel's progress.
 #[derive(Default)]
 struct ReadChannel {
-    /// Response beats queued: (data, last, error).
-    beats: VecDeque<(u64, bool, bool)>,
+    /// Response beats queued: (data, last, error, first cycle it may be offered).
+    beats: VecDeque<(u64, bool, bool, u64)>,
+    /// Cycles from a read request to its first response beat (see
+    /// [`RtlNic::set_dma_read_latency`]).
+    latency: u64,
 }
 
 /// What the harness offered the core in a cycle: whether a handshake can complete.
@@ -276,6 +279,13 @@ impl RtlNic {
         Ok(me)
     }
 
+    /// Makes every DMA read answer `cycles` cycles after its request (at least 1; the default
+    /// is 1): a PCIe read takes about a microsecond, 100 to 250 cycles of the core's clock.
+    /// Later reads queue behind earlier ones, as completions of one read channel do.
+    pub fn set_dma_read_latency(&mut self, cycles: u64) {
+        self.dr.latency = cycles.max(1) - 1;
+    }
+
     /// Table sizes, from the capability registers.
     pub fn table_sizes(&mut self) -> TableSizes {
         TableSizes {
@@ -364,14 +374,15 @@ impl RtlNic {
             io.set(wp.ready, write_ready[w] as u64);
         }
         // DMA read response.
+        let now = self.activity.cycles;
         let read_valid = match self.dr.beats.front() {
-            Some(&(data, last, err)) => {
+            Some(&(data, last, err, at)) if at <= now => {
                 io.set(p.dr_data, data);
                 io.set(p.dr_last, last as u64);
                 io.set(p.dr_error, err as u64);
                 true
             }
-            None => false,
+            _ => false,
         };
         io.set(p.dr_valid, read_valid as u64);
         Offered {
@@ -462,9 +473,10 @@ impl RtlNic {
             let chunk = buf.get(8 * b..(8 * b + 8).min(len)).unwrap_or(&[]);
             lane[..chunk.len()].copy_from_slice(chunk);
             let last = b + 1 == beats;
+            let at = self.activity.cycles + self.dr.latency;
             self.dr
                 .beats
-                .push_back((u64::from_le_bytes(lane), last, last && err));
+                .push_back((u64::from_le_bytes(lane), last, last && err, at));
         }
     }
 
