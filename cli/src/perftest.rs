@@ -275,11 +275,7 @@ impl Node {
         while let Some(ev) = self.ctx.poll_cm() {
             match ev {
                 CmEvent::ConnectRequest(req) => {
-                    let opts = AcceptOptions {
-                        pd: self.pd,
-                        send_cq: self.scq,
-                        recv_cq: self.rcq,
-                    };
+                    let opts = AcceptOptions::new(self.pd, self.scq, self.rcq);
                     self.conn = Some(self.ctx.accept(&req, &opts)?);
                 }
                 CmEvent::Established(_) => {}

@@ -16,7 +16,8 @@ use ferroce_proto::hsi::{
     TxDescriptor,
 };
 use ferroce_proto::wire::{
-    CmKind, CmRepr, EthernetAddress, FSN_MASK, Opcode, SACK_BITS, fsn_diff, transport::CM_LEN,
+    CmKind, CmRepr, EthernetAddress, FSN_MASK, Opcode, SACK_BITS, fsn_diff,
+    transport::{CM_LEN, cm::TAGS_PER_PAGE},
 };
 use std::collections::VecDeque;
 use std::net::IpAddr;
@@ -217,9 +218,10 @@ pub struct ConnectOptions {
     pub peer_mac: EthernetAddress,
     /// The peer's IP (same family as ours).
     pub peer_ip: IpAddr,
-    /// Completion mode of each Tag (the Tag count is its length, 1–64).
+    /// Completion mode of each Tag (the Tag count is its length: 1 to the NIC's Tag contexts,
+    /// at most [`MAX_TAGS`]). Modes of Tags beyond 63 travel in CM `TagModes` messages.
     pub tags: Vec<TagMode>,
-    /// Payload bytes per packet (1–8192).
+    /// Payload bytes per packet ([`MIN_MTU`]–8192). The acceptor may grant less.
     pub mtu: u32,
     /// Paths and planes.
     pub paths: PathOptions,
@@ -262,7 +264,11 @@ pub struct ConnectRequest {
     pub paths: u16,
     /// MTU it asks for.
     pub mtu: u32,
-    /// Tag modes it asks for.
+    /// Tags it asks for.
+    pub tag_count: u16,
+    /// Modes of the Tags it asks for: `tag_count` of them, or, when it asks for more than this
+    /// NIC's Tag contexts (or [`MAX_TAGS`]), of the first that many (an accept keeps no
+    /// more).
     pub tags: Vec<TagMode>,
     /// Its line rate (Mb/s).
     pub peer_rate_mbps: u32,
@@ -270,7 +276,8 @@ pub struct ConnectRequest {
     msg: CmRepr,
 }
 
-/// Where [`Context::accept`] puts the connection.
+/// Where [`Context::accept`] puts the connection, and the acceptor's limits for the
+/// negotiation: the connection gets `min(offered, limit)` paths, MTU and Tags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AcceptOptions {
     /// Protection domain.
@@ -279,7 +286,45 @@ pub struct AcceptOptions {
     pub send_cq: Cq,
     /// Receive-side completions.
     pub recv_cq: Cq,
+    /// Most paths (flows) to grant (`None`: the NIC's flow entries; at least 1).
+    pub max_paths: Option<u16>,
+    /// Largest MTU to grant (`None`: 8192; at least [`MIN_MTU`]).
+    pub max_mtu: Option<u32>,
+    /// Most Tags to grant (`None`: the NIC's Tag contexts, at most [`MAX_TAGS`]; at least 1).
+    /// The Tags kept are the first ones, with the requester's modes.
+    pub max_tags: Option<u16>,
 }
+
+impl AcceptOptions {
+    /// No limits beyond the NIC's and the library's.
+    pub fn new(pd: Pd, send_cq: Cq, recv_cq: Cq) -> Self {
+        AcceptOptions {
+            pd,
+            send_cq,
+            recv_cq,
+            max_paths: None,
+            max_mtu: None,
+            max_tags: None,
+        }
+    }
+}
+
+/// The shape a connection runs with: what the CM exchange agreed (on the requester, after the
+/// acceptor's Reply; before it, what was offered).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionShape {
+    /// Paths (flows).
+    pub paths: u16,
+    /// Payload bytes per packet.
+    pub mtu: u32,
+    /// Mode of every Tag; its length is the Tag count.
+    pub tags: Vec<TagMode>,
+}
+
+/// Smallest MTU (payload bytes per packet) a connection may offer or be granted.
+pub const MIN_MTU: u32 = 64;
+/// The library's limit of Tags per connection (the NIC's Tag contexts may bound it lower).
+pub const MAX_TAGS: u16 = 4096;
 
 /// Connection-management events.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -319,6 +364,11 @@ pub struct DeviceConfig {
     pub cm_retry_ns: u64,
     /// CM resends before a connect or accept gives up.
     pub cm_retries: u32,
+    /// Connection requests (per peer and connection id) whose `TagModes` pages an acceptor
+    /// keeps while it waits for the rest; pages of further requests are dropped and counted
+    /// ([`ContextStats::cm_tag_pages_dropped`]) until one completes or expires (after
+    /// `cm_retries + 1` CM resend intervals without news).
+    pub cm_pending_tag_sets: usize,
     /// Seeds the initial FSNs.
     pub fsn_seed: u32,
     /// Transport knobs.
@@ -338,6 +388,7 @@ impl DeviceConfig {
             activity_timeout_ns: 100_000,
             cm_retry_ns: 50_000,
             cm_retries: 40,
+            cm_pending_tag_sets: 64,
             fsn_seed: 0x00ff_ff00,
             transport: TransportConfig::default(),
         }
@@ -361,6 +412,14 @@ pub struct ContextStats {
     pub hints_programmed: u64,
     /// Events the NIC dropped because the event ring was full.
     pub events_lost: u64,
+    /// CM `TagModes` pages dropped: a hostile or inconsistent page index, a request we are
+    /// not listening for or already hold, or no room for another pending request.
+    pub cm_tag_pages_dropped: u64,
+    /// Connection requests set aside because some of their `TagModes` pages were missing
+    /// (the requester's resend brings them).
+    pub cm_requests_incomplete: u64,
+    /// CM Replies refused as breaking the negotiation ([`FailReason::InvalidReply`]).
+    pub cm_invalid_replies: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -474,24 +533,51 @@ fn ip_from16(b: [u8; 16], v6: bool) -> IpAddr {
     }
 }
 
-fn tag_modes_bits(tags: &[TagMode]) -> u64 {
+/// The mode bits of page `page`: Tags `64·page ..`, bit set = ordered.
+fn tag_modes_bits(tags: &[TagMode], page: usize) -> u64 {
     tags.iter()
-        .take(64)
+        .skip(page * TAGS_PER_PAGE)
+        .take(TAGS_PER_PAGE)
         .enumerate()
         .filter(|(_, m)| **m == TagMode::Ordered)
         .fold(0, |acc, (i, _)| acc | 1 << i)
 }
 
-fn tag_modes_from(bits: u64, count: u16) -> Vec<TagMode> {
-    (0..count.min(64))
+/// The modes of `count` Tags from their pages' bits (page `p` is `pages[p]`).
+fn tag_modes_from(pages: &[u64], count: usize) -> Vec<TagMode> {
+    (0..count)
         .map(|i| {
-            if bits >> i & 1 != 0 {
+            let bits = pages.get(i / TAGS_PER_PAGE).copied().unwrap_or(0);
+            if bits >> (i % TAGS_PER_PAGE) & 1 != 0 {
                 TagMode::Ordered
             } else {
                 TagMode::Unordered
             }
         })
         .collect()
+}
+
+/// The `TagModes` messages of `request` for `tags` (pages 1 and up; the request carries
+/// page 0).
+fn tag_pages(request: &CmRepr, tags: &[TagMode]) -> Vec<CmRepr> {
+    (1..CmRepr::tag_pages(request.tag_count))
+        .map(|p| CmRepr::tag_modes_page(request, p, tag_modes_bits(tags, p as usize)))
+        .collect()
+}
+
+/// `TagModes` pages an acceptor received for a request it has not seen complete yet.
+#[derive(Debug, Clone)]
+struct PendingPages {
+    peer_ip: [u8; 16],
+    src_conn: u32,
+    /// The Tag count the pages were sent for.
+    tag_count: u16,
+    /// The request's initial FSN, which tells its pages from an earlier request's.
+    initial_fsn: u32,
+    /// Page `p` (from 1) at index `p - 1`, once received; only pages an accept could use.
+    pages: Vec<Option<u64>>,
+    /// Last time a page arrived (for expiry).
+    touched: u64,
 }
 
 /// One NIC with everything the host library keeps for it.
@@ -509,6 +595,7 @@ pub struct Context<N: Nic> {
     tags: RangeAlloc,
     listening: bool,
     incoming: Vec<ConnectRequest>,
+    pending_pages: Vec<PendingPages>,
     next_request_id: u64,
     cm_events: VecDeque<CmEvent>,
     cm_buf: u64,
@@ -553,6 +640,7 @@ impl<N: Nic> Context<N> {
             tags: RangeAlloc::new(sizes.tags),
             listening: false,
             incoming: Vec::new(),
+            pending_pages: Vec::new(),
             next_request_id: 1,
             cm_events: VecDeque::new(),
             cm_buf,
@@ -845,12 +933,25 @@ impl<N: Nic> Context<N> {
         }
     }
 
+    /// Most Tags one connection may have: the NIC's Tag contexts (one table shared by every
+    /// connection through its `tag_base`), at most [`MAX_TAGS`].
+    fn tag_capacity(&self) -> u16 {
+        self.sizes.tags.min(MAX_TAGS as u32) as u16
+    }
+
+    /// Most paths one connection may have: the NIC's flow entries (shared like the Tags).
+    fn path_capacity(&self) -> u16 {
+        self.sizes.flows.min(u16::MAX as u32) as u16
+    }
+
     fn validate_shape(&self, tags: usize, mtu: u32, paths: u16) -> Result<()> {
-        if tags == 0 || tags > 64 {
-            return Err(Error::InvalidArgument("Tag count must be 1–64"));
+        if tags == 0 || tags > self.tag_capacity() as usize {
+            return Err(Error::InvalidArgument(
+                "Tag count must be 1 to the NIC's Tag contexts (at most MAX_TAGS)",
+            ));
         }
-        if mtu == 0 || mtu > MAX_PAYLOAD_LEN {
-            return Err(Error::InvalidArgument("MTU must be 1–8192"));
+        if !(MIN_MTU..=MAX_PAYLOAD_LEN).contains(&mtu) {
+            return Err(Error::InvalidArgument("MTU must be MIN_MTU–8192"));
         }
         if paths == 0 {
             return Err(Error::InvalidArgument("path count must be at least 1"));
@@ -911,7 +1012,7 @@ impl<N: Nic> Context<N> {
             tag_count: opts.tags.len() as u16,
             initial_fsn: tx_fsn,
             rate_mbps: self.cfg.transport.line_rate_mbps,
-            tag_modes: tag_modes_bits(&opts.tags),
+            tag_modes: tag_modes_bits(&opts.tags, 0),
         };
         let core = Connection::new(params, self.cfg.transport.clone(), self.now);
         self.conns[id as usize] = Some(ConnSlot {
@@ -931,8 +1032,20 @@ impl<N: Nic> Context<N> {
             cm_entropy: entropies[0],
             reported: false,
         });
-        self.send_cm(id, entropies[0], request)?;
+        self.send_request(id)?;
         Ok(ConnId(id))
+    }
+
+    /// Sends a requester's `TagModes` pages (Tags 64 and up), then its request.
+    fn send_request(&mut self, id: u32) -> Result<()> {
+        let Some(Some(s)) = self.conns.get(id as usize) else {
+            return Ok(());
+        };
+        let (e, request) = (s.cm_entropy, s.cm_msg);
+        for page in tag_pages(&request, &s.core.params().tag_modes) {
+            self.send_cm(id, e, page)?;
+        }
+        self.send_cm(id, e, request)
     }
 
     /// Accept (or stop accepting) connection requests; they arrive as
@@ -941,12 +1054,24 @@ impl<N: Nic> Context<N> {
         self.listening = on;
     }
 
-    /// Accepts a request: programs the connection with the requested paths, MTU and Tag modes,
-    /// and replies. Requests may be posted at once; they leave when the peer confirms.
+    /// Accepts a request, negotiating its shape: the connection gets `min(offered, limit)`
+    /// paths, MTU and Tags, where the limits are those of `opts` and of this NIC (its flow
+    /// entries and Tag contexts, [`MAX_TAGS`], an MTU of 8192). The Tags kept are the first
+    /// ones, with the requester's modes. Programs the connection and replies with the granted
+    /// shape, which the requester adopts ([`Context::connection_shape`]). Requests may be
+    /// posted at once; they leave when the peer confirms.
     pub fn accept(&mut self, req: &ConnectRequest, opts: &AcceptOptions) -> Result<ConnId> {
         self.check_pd(opts.pd)?;
         self.check_cq(opts.send_cq)?;
         self.check_cq(opts.recv_cq)?;
+        if opts.max_paths == Some(0)
+            || opts.max_tags == Some(0)
+            || opts.max_mtu.is_some_and(|m| m < MIN_MTU)
+        {
+            return Err(Error::InvalidArgument(
+                "accept limits: at least 1 path, 1 Tag and MIN_MTU",
+            ));
+        }
         let pos = self
             .incoming
             .iter()
@@ -954,7 +1079,20 @@ impl<N: Nic> Context<N> {
             .ok_or(Error::InvalidHandle)?;
         let req = self.incoming[pos].clone();
         let msg = req.msg;
-        self.validate_shape(msg.tag_count as usize, msg.mtu as u32, msg.path_count)?;
+        let path_cap = self.path_capacity();
+        let tag_cap = self.tag_capacity();
+        let paths = msg
+            .path_count
+            .min(opts.max_paths.unwrap_or(path_cap))
+            .min(path_cap);
+        let mtu = (msg.mtu as u32)
+            .min(opts.max_mtu.unwrap_or(MAX_PAYLOAD_LEN))
+            .min(MAX_PAYLOAD_LEN);
+        let ntags = (req.tags.len().min(u16::MAX as usize) as u16)
+            .min(opts.max_tags.unwrap_or(tag_cap))
+            .min(tag_cap);
+        self.validate_shape(ntags as usize, mtu, paths)?;
+        let tags: Vec<TagMode> = req.tags[..ntags as usize].to_vec();
         let id = self.alloc_conn_id()?;
         let entry = self.setup_entry(
             id,
@@ -962,11 +1100,11 @@ impl<N: Nic> Context<N> {
             req.peer_mac,
             req.peer_ip,
             req.vlan_tci,
-            msg.path_count,
-            msg.tag_count,
+            paths,
+            ntags,
         )?;
         self.incoming.remove(pos);
-        for f in 0..msg.path_count as u32 {
+        for f in 0..paths as u32 {
             self.dev
                 .init_flow(entry.flow_base as u32 + f, msg.initial_fsn)?;
         }
@@ -974,9 +1112,9 @@ impl<N: Nic> Context<N> {
         let entropies = self.entropies_for(id, &PathOptions::default());
         let params = ConnectionParams {
             local_conn: id,
-            flows: msg.path_count,
-            mtu: msg.mtu as u32,
-            tag_modes: req.tags.clone(),
+            flows: paths,
+            mtu,
+            tag_modes: tags.clone(),
             tx_initial_fsn: tx_fsn,
             msg_slots: self.sizes.msg_slots,
             recv_depth: self.sizes.recv_depth,
@@ -986,8 +1124,12 @@ impl<N: Nic> Context<N> {
             kind: CmKind::Reply,
             src_conn: id,
             dst_conn: msg.src_conn,
+            path_count: paths,
+            mtu: mtu as u16,
+            tag_count: ntags,
             initial_fsn: tx_fsn,
             rate_mbps: self.cfg.transport.line_rate_mbps,
+            tag_modes: tag_modes_bits(&tags, 0),
             ..msg
         };
         let core = Connection::new(params, self.cfg.transport.clone(), self.now);
@@ -1004,7 +1146,7 @@ impl<N: Nic> Context<N> {
             },
             cm_msg: reply,
             entry,
-            rx_flow_cum: vec![msg.initial_fsn; msg.path_count as usize],
+            rx_flow_cum: vec![msg.initial_fsn; paths as usize],
             rx_progress: 0,
             cm_entropy: entropies[0],
             reported: false,
@@ -1132,6 +1274,19 @@ impl<N: Nic> Context<N> {
     /// A connection's counters.
     pub fn conn_stats(&self, c: ConnId) -> Result<ConnectionStats> {
         Ok(*self.slot(c)?.core.stats())
+    }
+
+    /// The shape a connection runs with: paths, MTU and Tag modes. On the acceptor, what it
+    /// granted; on the requester, what it offered until the Reply arrives and what the
+    /// acceptor granted from then on (at most the offer: fewer paths, a smaller MTU, the first
+    /// Tags with our modes).
+    pub fn connection_shape(&self, c: ConnId) -> Result<ConnectionShape> {
+        let p = self.slot(c)?.core.params();
+        Ok(ConnectionShape {
+            paths: p.flows,
+            mtu: p.mtu,
+            tags: p.tag_modes.clone(),
+        })
     }
 
     /// The paths of a connection: entropy, RTT, window, rate, health (the extension API).
@@ -1304,12 +1459,17 @@ impl<N: Nic> Context<N> {
                     peer_mac: src_mac,
                     paths: msg.path_count,
                     mtu: msg.mtu as u32,
-                    tags: tag_modes_from(msg.tag_modes, msg.tag_count),
+                    tag_count: msg.tag_count,
+                    tags: Vec::new(),
                     peer_rate_mbps: msg.rate_mbps,
                     vlan_tci,
                     msg,
                 };
-                if !self.listening || msg.tag_count == 0 || msg.tag_count > 64 {
+                if !self.listening
+                    || msg.tag_count == 0
+                    || msg.path_count == 0
+                    || (msg.mtu as u32) < MIN_MTU
+                {
                     return self.send_reject(&req);
                 }
                 if self
@@ -1319,14 +1479,46 @@ impl<N: Nic> Context<N> {
                 {
                     return Ok(());
                 }
+                // The modes of Tags 0–63 ride in the request, those of later Tags in TagModes
+                // pages; only the Tags an accept could keep are needed.
+                let keep = msg.tag_count.min(self.tag_capacity()) as usize;
+                let mut pages = vec![msg.tag_modes];
+                if keep > TAGS_PER_PAGE {
+                    let pos = self.pending_pages.iter().position(|p| {
+                        p.peer_ip == src_ip
+                            && p.src_conn == msg.src_conn
+                            && p.tag_count == msg.tag_count
+                            && p.initial_fsn == msg.initial_fsn
+                    });
+                    let rest = pos.and_then(|i| {
+                        self.pending_pages[i]
+                            .pages
+                            .iter()
+                            .copied()
+                            .collect::<Option<Vec<u64>>>()
+                    });
+                    match (pos, rest) {
+                        (Some(i), Some(rest)) => {
+                            pages.extend(rest);
+                            self.pending_pages.swap_remove(i);
+                        }
+                        _ => {
+                            // Some pages were lost: the requester's resend brings them.
+                            self.stats.cm_requests_incomplete += 1;
+                            return Ok(());
+                        }
+                    }
+                }
                 let req = ConnectRequest {
                     id: self.next_request_id,
+                    tags: tag_modes_from(&pages, keep),
                     ..req
                 };
                 self.next_request_id += 1;
                 self.incoming.push(req.clone());
                 self.cm_events.push_back(CmEvent::ConnectRequest(req));
             }
+            CmKind::TagModes => self.store_tag_page(src_ip, peer_ip, msg),
             CmKind::Reply => {
                 let id = msg.dst_conn;
                 let Some(Some(s)) = self.conns.get_mut(id as usize) else {
@@ -1338,28 +1530,64 @@ impl<N: Nic> Context<N> {
                 match s.cm {
                     CmState::AwaitReply { .. } => {
                         let ours = s.cm_msg;
-                        if msg.path_count != ours.path_count
-                            || msg.tag_count != ours.tag_count
-                            || msg.mtu != ours.mtu
-                        {
-                            // The acceptor changed the shape: we only accept what we asked.
+                        let (paths, tags, mtu) = (msg.path_count, msg.tag_count, msg.mtu as u32);
+                        // The acceptor may grant less than we offered, never more, and never
+                        // an unusable shape.
+                        let valid = (1..=ours.path_count).contains(&paths)
+                            && (1..=ours.tag_count).contains(&tags)
+                            && (MIN_MTU..=ours.mtu as u32).contains(&mtu);
+                        if !valid || s.core.renegotiate(paths, mtu, tags).is_err() {
                             s.cm = CmState::Failed;
-                            s.core.fail(FailReason::Rejected);
-                            return Ok(());
+                            s.core.fail(FailReason::InvalidReply);
+                            self.stats.cm_invalid_replies += 1;
+                            // Tell the acceptor, so that it stops waiting for us.
+                            let reject = CmRepr {
+                                kind: CmKind::Reject,
+                                src_conn: id,
+                                dst_conn: msg.src_conn,
+                                ..ours
+                            };
+                            let e = s.cm_entropy;
+                            return self.send_cm(id, e, reject);
                         }
+                        // Give back the flows and Tag contexts the acceptor did not grant
+                        // (the tails of our runs), and program the granted shape.
+                        let (fb, tb) = (s.entry.flow_base as usize, s.entry.tag_base as usize);
+                        let (old_f, old_t) = (s.entry.flow_count as usize, s.entry.tag_count);
+                        if let Some(u) = self.flows.used.get_mut(fb + paths as usize..fb + old_f) {
+                            u.fill(false);
+                        }
+                        if let Some(u) = self
+                            .tags
+                            .used
+                            .get_mut(tb + tags as usize..tb + old_t as usize)
+                        {
+                            u.fill(false);
+                        }
+                        let released = (tb as u32 + tags as u32)..(tb as u32 + old_t as u32);
+                        s.entry.flow_count = paths;
+                        s.entry.tag_count = tags;
                         s.entry.peer_conn = msg.src_conn;
                         let entry = s.entry;
                         let rtu = CmRepr {
                             kind: CmKind::ReadyToUse,
                             src_conn: id,
                             dst_conn: msg.src_conn,
+                            path_count: paths,
+                            mtu: msg.mtu,
+                            tag_count: tags,
                             ..ours
                         };
                         s.cm_msg = rtu;
-                        s.rx_flow_cum = vec![msg.initial_fsn; ours.path_count as usize];
+                        s.rx_flow_cum = vec![msg.initial_fsn; paths as usize];
                         let e = s.cm_entropy;
                         self.fair.add_own_connection(id, msg.rate_mbps);
                         self.dev.set_connection(id, &entry)?;
+                        // Receives posted on the Tags given back were flushed; clear their
+                        // contexts.
+                        for t in released {
+                            self.dev.reset_tag(t)?;
+                        }
                         for f in 0..entry.flow_count as u32 {
                             self.dev
                                 .init_flow(entry.flow_base as u32 + f, msg.initial_fsn)?;
@@ -1386,12 +1614,18 @@ impl<N: Nic> Context<N> {
             }
             CmKind::Reject => {
                 let id = msg.dst_conn;
-                if let Some(Some(s)) = self.conns.get_mut(id as usize)
-                    && s.role == Role::Requester
-                    && matches!(s.cm, CmState::AwaitReply { .. })
-                {
-                    s.cm = CmState::Failed;
-                    s.core.fail(FailReason::Rejected);
+                if let Some(Some(s)) = self.conns.get_mut(id as usize) {
+                    // A requester's request was refused, or a requester refused our Reply.
+                    let requester =
+                        s.role == Role::Requester && matches!(s.cm, CmState::AwaitReply { .. });
+                    let acceptor = s.role == Role::Acceptor
+                        && matches!(s.cm, CmState::AwaitRtu { .. })
+                        && s.entry.peer_ip == src_ip
+                        && s.entry.peer_conn == msg.src_conn;
+                    if requester || acceptor {
+                        s.cm = CmState::Failed;
+                        s.core.fail(FailReason::Rejected);
+                    }
                 }
             }
             CmKind::DisconnectRequest => {
@@ -1449,10 +1683,83 @@ impl<N: Nic> Context<N> {
         Ok(())
     }
 
+    /// Keeps a `TagModes` page until its request arrives. Bounded: hostile page indexes and
+    /// pages beyond [`DeviceConfig::cm_pending_tag_sets`] pending requests are dropped and
+    /// counted; sets expire after `cm_retries + 1` resend intervals without a page.
+    fn store_tag_page(&mut self, src_ip: [u8; 16], peer_ip: IpAddr, msg: CmRepr) {
+        let Ok(page) = msg.page() else {
+            self.stats.cm_tag_pages_dropped += 1;
+            return;
+        };
+        let page = page as usize;
+        // Not listening, already held as a request, or already accepted: nothing to keep.
+        if !self.listening
+            || self
+                .incoming
+                .iter()
+                .any(|r| r.msg.src_conn == msg.src_conn && r.peer_ip == peer_ip)
+            || self.conns.iter().flatten().any(|s| {
+                s.role == Role::Acceptor
+                    && s.entry.peer_conn == msg.src_conn
+                    && s.entry.peer_ip == src_ip
+            })
+        {
+            return;
+        }
+        // Pages of Tags beyond what an accept could keep are not needed.
+        let needed = (msg.tag_count.min(self.tag_capacity()) as usize).div_ceil(TAGS_PER_PAGE);
+        if page >= needed {
+            return;
+        }
+        let now = self.now;
+        let ttl = self
+            .cfg
+            .cm_retry_ns
+            .saturating_mul(self.cfg.cm_retries as u64 + 1);
+        self.pending_pages
+            .retain(|p| now.saturating_sub(p.touched) <= ttl);
+        let fresh = PendingPages {
+            peer_ip: src_ip,
+            src_conn: msg.src_conn,
+            tag_count: msg.tag_count,
+            initial_fsn: msg.initial_fsn,
+            pages: vec![None; needed - 1],
+            touched: now,
+        };
+        let pos = self
+            .pending_pages
+            .iter()
+            .position(|p| p.peer_ip == src_ip && p.src_conn == msg.src_conn);
+        let i = match pos {
+            Some(i) => {
+                let p = &self.pending_pages[i];
+                if p.tag_count != msg.tag_count || p.initial_fsn != msg.initial_fsn {
+                    // A newer request of the same connection id: start over.
+                    self.pending_pages[i] = fresh;
+                }
+                i
+            }
+            None if self.pending_pages.len() >= self.cfg.cm_pending_tag_sets => {
+                self.stats.cm_tag_pages_dropped += 1;
+                return;
+            }
+            None => {
+                self.pending_pages.push(fresh);
+                self.pending_pages.len() - 1
+            }
+        };
+        let set = &mut self.pending_pages[i];
+        if let Some(slot) = set.pages.get_mut(page - 1) {
+            *slot = Some(msg.tag_modes);
+        }
+        set.touched = now;
+    }
+
     fn cm_timers(&mut self) -> Result<()> {
         let now = self.now;
         let (retry, max) = (self.cfg.cm_retry_ns, self.cfg.cm_retries);
         let mut resend = Vec::new();
+        let mut requests = Vec::new();
         for (i, slot) in self.conns.iter_mut().enumerate() {
             let Some(s) = slot.as_mut() else { continue };
             if let CmState::AwaitDisconnect { next, tries } = s.cm
@@ -1487,22 +1794,31 @@ impl<N: Nic> Context<N> {
                     }
                     let st = (now + retry, tries + 1);
                     s.cm = match s.cm {
-                        CmState::AwaitReply { .. } => CmState::AwaitReply {
-                            next: st.0,
-                            tries: st.1,
-                        },
-                        _ => CmState::AwaitRtu {
-                            next: st.0,
-                            tries: st.1,
-                        },
+                        CmState::AwaitReply { .. } => {
+                            // The request goes again with its TagModes pages.
+                            requests.push(s.core.params().local_conn);
+                            CmState::AwaitReply {
+                                next: st.0,
+                                tries: st.1,
+                            }
+                        }
+                        _ => {
+                            resend.push((s.core.params().local_conn, s.cm_entropy, s.cm_msg));
+                            CmState::AwaitRtu {
+                                next: st.0,
+                                tries: st.1,
+                            }
+                        }
                     };
-                    resend.push((s.core.params().local_conn, s.cm_entropy, s.cm_msg));
                 }
                 _ => {}
             }
         }
         for (id, e, m) in resend {
             self.send_cm(id, e, m)?;
+        }
+        for id in requests {
+            self.send_request(id)?;
         }
         Ok(())
     }

@@ -44,6 +44,12 @@
 //! # Ok(()) }
 //! ```
 //!
+//! The acceptor negotiates the shape of a connection ([`AcceptOptions`] limits): it may grant
+//! fewer paths, a smaller MTU and fewer Tags than requested, and the requester adopts what it
+//! granted ([`Context::connection_shape`]). A connection may have more than 64 Tags (up to the
+//! NIC's Tag contexts, at most [`MAX_TAGS`]); the modes of Tags 64 and up travel in CM
+//! `TagModes` messages.
+//!
 //! Connections end with [`Context::disconnect`] (a CM disconnect exchange; both sides flush and
 //! report [`CmEvent::Disconnected`]) and are freed with [`Context::destroy_connection`].
 //!
@@ -56,8 +62,9 @@ pub mod core;
 mod error;
 
 pub use context::{
-    AcceptOptions, Access, CmEvent, ConnId, ConnectOptions, ConnectRequest, Context, ContextStats,
-    Cq, DeviceConfig, MemoryRegion, PathOptions, Pd, RecvRequest, SendRequest, Sge, WriteRequest,
+    AcceptOptions, Access, CmEvent, ConnId, ConnectOptions, ConnectRequest, ConnectionShape,
+    Context, ContextStats, Cq, DeviceConfig, MAX_TAGS, MIN_MTU, MemoryRegion, PathOptions, Pd,
+    RecvRequest, SendRequest, Sge, WriteRequest,
 };
 pub use core::{
     ConnState, ConnectionStats, FailReason, PathStats, TagMode, TransportConfig, WcOpcode,

@@ -79,8 +79,14 @@ fn connect_refuses_bad_shapes() {
         c.connect(&bad(&|o| o.tags = vec![])),
         Err(Error::InvalidArgument(_))
     ));
+    // More Tags than the NIC has Tag contexts (65 was the limit before TagModes pages).
+    let too_many = c.sizes().tags as usize + 1;
     assert!(matches!(
-        c.connect(&bad(&|o| o.tags = vec![TagMode::Ordered; 65])),
+        c.connect(&bad(&|o| o.tags = vec![TagMode::Ordered; too_many])),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        c.connect(&bad(&|o| o.mtu = ferroce::MIN_MTU - 1)),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(

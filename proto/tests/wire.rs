@@ -14,7 +14,7 @@ use core::net::{Ipv4Addr, Ipv6Addr};
 use ferroce_proto::wire::{
     AckRepr, BthRepr, CmKind, CmRepr, DataRepr, EthernetAddress, EthernetRepr, FrameRepr, IpRepr,
     Ipv4Repr, Ipv6Repr, NakReason, NakRepr, Opcode, ParseError, ROCEV2_UDP_PORT, RethRepr,
-    SACK_BITS, TransportRepr, UdpRepr, ethernet, parse_frame, transport,
+    SACK_BITS, TagPageError, TransportRepr, UdpRepr, ethernet, parse_frame, transport,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -575,6 +575,7 @@ fn literal_cm_vlan_ipv6() {
         (CmKind::Reject, 4),
         (CmKind::DisconnectRequest, 5),
         (CmKind::DisconnectReply, 6),
+        (CmKind::TagModes, 7),
     ] {
         let r = FrameRepr {
             transport: TransportRepr::Cm(CmRepr { kind, ..cm }),
@@ -586,6 +587,117 @@ fn literal_cm_vlan_ipv6() {
         let f = parse_frame(&bytes, ROCEV2_UDP_PORT).unwrap();
         assert_round_trip(&format!("{kind:?}"), &r, &f);
     }
+}
+
+/// A `TagModes` message: the page index sits in the `path_count` bytes, the modes of the
+/// page's 64 Tags in `tag_modes`; it round-trips through the 32 bytes and a whole frame, and
+/// the header stays 32 bytes with every field at its offset.
+#[test]
+fn cm_tag_modes_round_trip() {
+    let request = CmRepr {
+        kind: CmKind::Request,
+        flags: 0,
+        path_count: 8,
+        src_conn: 0x12_3456,
+        dst_conn: 0,
+        mtu: 4096,
+        tag_count: 200,
+        initial_fsn: 0x00ab_cdef,
+        rate_mbps: 100_000,
+        tag_modes: 0x5555,
+    };
+    let page = CmRepr::tag_modes_page(&request, 3, 0x00ff_0000_0000_00a5);
+    assert_eq!(page.kind, CmKind::TagModes);
+    assert_eq!(page.page(), Ok(3));
+    let b = page.to_bytes();
+    assert_eq!(b.len(), transport::CM_LEN);
+    assert_eq!(b[transport::cm::KIND], 7);
+    assert_eq!(transport::cm::PAGE, transport::cm::PATH_COUNT);
+    assert_eq!(&b[transport::cm::PAGE], &[0, 3]);
+    assert_eq!(&b[transport::cm::SRC_CONN], &[0x00, 0x12, 0x34, 0x56]);
+    assert_eq!(&b[transport::cm::TAG_COUNT], &[0, 200]);
+    assert_eq!(&b[transport::cm::INITIAL_FSN], &[0x00, 0xab, 0xcd, 0xef]);
+    assert_eq!(&b[transport::cm::DST_CONN], &[0; 4]);
+    assert_eq!(&b[transport::cm::MTU], &[0; 2]);
+    assert_eq!(&b[transport::cm::RATE], &[0; 4]);
+    assert_eq!(
+        &b[transport::cm::TAG_MODES],
+        &[0x00, 0xff, 0, 0, 0, 0, 0, 0xa5]
+    );
+    assert_eq!(CmRepr::parse_bytes(&b), Ok(page));
+    assert_eq!(CmKind::from_u8(7), Some(CmKind::TagModes));
+    assert_eq!(CmKind::LAST, CmKind::TagModes);
+    assert_eq!(CmKind::FIRST as u8, 1);
+    assert_eq!(CmKind::from_u8(CmKind::LAST as u8 + 1), None);
+    // Every byte value in FIRST..=LAST is a kind, none outside (the RTL's range check).
+    for v in 0..=255u8 {
+        assert_eq!(
+            CmKind::from_u8(v).is_some(),
+            (CmKind::FIRST as u8..=CmKind::LAST as u8).contains(&v),
+            "kind byte {v}"
+        );
+    }
+    let repr = FrameRepr {
+        eth: eth(None),
+        ip: ipv4([10, 0, 0, 1], [10, 0, 0, 2], 26, 0b10, 7),
+        src_port: 0xc001,
+        dst_port: ROCEV2_UDP_PORT,
+        bth: bth(Opcode::Cm, false, 0, false, 0),
+        transport: TransportRepr::Cm(page),
+        payload: &[],
+    };
+    let bytes = repr.emit();
+    let f = parse_frame(&bytes, ROCEV2_UDP_PORT).unwrap();
+    assert_round_trip("TagModes", &repr, &f);
+    // Pages a request needs: page 0 rides in the request itself.
+    assert_eq!(CmRepr::tag_pages(0), 1);
+    assert_eq!(CmRepr::tag_pages(1), 1);
+    assert_eq!(CmRepr::tag_pages(64), 1);
+    assert_eq!(CmRepr::tag_pages(65), 2);
+    assert_eq!(CmRepr::tag_pages(200), 4);
+    assert_eq!(CmRepr::tag_pages(u16::MAX), 1024);
+}
+
+/// Hostile page indexes are typed errors, never panics: page 0 (the request carries it),
+/// pages at or beyond the Tag count, any page of a zero-Tag request, and the page of a
+/// message of another kind.
+#[test]
+fn cm_tag_modes_hostile_pages() {
+    let req = |tag_count| CmRepr {
+        kind: CmKind::Request,
+        flags: 0,
+        path_count: 4,
+        src_conn: 1,
+        dst_conn: 0,
+        mtu: 1024,
+        tag_count,
+        initial_fsn: 7,
+        rate_mbps: 0,
+        tag_modes: 0,
+    };
+    let page = |tags, p| CmRepr::tag_modes_page(&req(tags), p, u64::MAX).page();
+    assert_eq!(page(200, 0), Err(TagPageError::PageZero));
+    assert_eq!(page(200, 1), Ok(1));
+    assert_eq!(page(200, 3), Ok(3));
+    assert_eq!(page(200, 4), Err(TagPageError::BeyondTagCount));
+    assert_eq!(page(200, u16::MAX), Err(TagPageError::BeyondTagCount));
+    assert_eq!(page(64, 1), Err(TagPageError::BeyondTagCount));
+    assert_eq!(page(65, 1), Ok(1));
+    assert_eq!(page(0, 1), Err(TagPageError::BeyondTagCount));
+    assert_eq!(page(u16::MAX, 1023), Ok(1023));
+    assert_eq!(page(u16::MAX, 1024), Err(TagPageError::BeyondTagCount));
+    assert_eq!(req(200).page(), Err(TagPageError::NotTagModes));
+    // Any 32 bytes with kind 7 parse; the page check is what rejects the index.
+    for p in [0u16, 4, 0x8000, u16::MAX] {
+        let mut b = CmRepr::tag_modes_page(&req(200), 1, 0).to_bytes();
+        b[transport::cm::PAGE].copy_from_slice(&p.to_be_bytes());
+        let m = CmRepr::parse_bytes(&b).unwrap();
+        assert!(m.page().is_err(), "page {p}");
+    }
+    // Kinds beyond the last are refused by the parser.
+    let mut b = CmRepr::tag_modes_page(&req(200), 1, 0).to_bytes();
+    b[transport::cm::KIND] = CmKind::LAST as u8 + 1;
+    assert_eq!(CmRepr::parse_bytes(&b), Err(ParseError::BadOpcode));
 }
 
 /// The sizes in `docs/wire-format.md`: header lengths, the smallest frame of every type and
@@ -790,6 +902,7 @@ fn arb_transport(opcode: Opcode) -> BoxedStrategy<TransportRepr> {
                     CmKind::Reject,
                     CmKind::DisconnectRequest,
                     CmKind::DisconnectReply,
+                    CmKind::TagModes,
                 ]),
                 any::<u8>(),
                 any::<u16>(),

@@ -42,13 +42,14 @@ pub const ALL_NAK_REASONS: [NakReason; 4] = [
 ];
 
 /// Every CM kind.
-pub const ALL_CM_KINDS: [CmKind; 6] = [
+pub const ALL_CM_KINDS: [CmKind; 7] = [
     CmKind::Request,
     CmKind::Reply,
     CmKind::ReadyToUse,
     CmKind::Reject,
     CmKind::DisconnectRequest,
     CmKind::DisconnectReply,
+    CmKind::TagModes,
 ];
 
 /// The workspace root (the parent of this crate's directory).
@@ -328,7 +329,7 @@ pub fn random_transport(rng: &mut Rng, opcode: Opcode) -> TransportRepr {
             offset: rng.next_u32(),
         }),
         Opcode::Cm => TransportRepr::Cm(CmRepr {
-            kind: ALL_CM_KINDS[rng.upto(5) as usize],
+            kind: ALL_CM_KINDS[rng.upto(ALL_CM_KINDS.len() as u64 - 1) as usize],
             flags: rng.next_u8(),
             path_count: rng.next_u16(),
             src_conn: rng.next_u32(),

@@ -312,7 +312,11 @@ impl Traffic {
                 offset: r.next_u32(),
             }),
             Opcode::Cm => TransportRepr::Cm(CmRepr {
-                kind: CmKind::from_u8(1 + r.below(6) as u8).unwrap(),
+                kind: CmKind::from_u8(
+                    CmKind::FIRST as u8
+                        + r.below((CmKind::LAST as u8 - CmKind::FIRST as u8 + 1) as _) as u8,
+                )
+                .unwrap(),
                 flags: r.next_u8(),
                 path_count: r.next_u16(),
                 src_conn: r.next_u32(),

@@ -10,13 +10,15 @@
 //! `FERROCE_LONG=1` runs bigger workloads over more seeds.
 
 use ferroce::{
-    AcceptOptions, Access, CmEvent, ConnId, ConnState, ConnectOptions, Context, Cq, DeviceConfig,
-    FailReason, MemoryRegion, PathOptions, Pd, RecvRequest, SendRequest, TagMode, WcOpcode,
-    WcStatus, WorkCompletion, WriteRequest,
+    AcceptOptions, Access, CmEvent, ConnId, ConnState, ConnectOptions, ConnectRequest,
+    ConnectionShape, Context, Cq, DeviceConfig, FailReason, MemoryRegion, PathOptions, Pd,
+    RecvRequest, SendRequest, TagMode, WcOpcode, WcStatus, WorkCompletion, WriteRequest,
 };
 use ferroce_driver::SimPort;
 use ferroce_proto::hsi::TableSizes;
-use ferroce_proto::wire::{EthernetAddress, ROCEV2_UDP_PORT, TransportRepr, parse_frame};
+use ferroce_proto::wire::{
+    CmKind, CmRepr, EthernetAddress, FrameRepr, ROCEV2_UDP_PORT, TransportRepr, parse_frame,
+};
 use ferroce_sim::backend::AnyNic;
 use ferroce_sim::link::{Link, LinkConfig, Side, path_of};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -71,6 +73,11 @@ struct Node {
     recv_wcs: Vec<WorkCompletion>,
     failed: Vec<(ConnId, FailReason)>,
     disconnected: Vec<ConnId>,
+    established: Vec<ConnId>,
+    /// Connection requests this node saw (as the acceptor).
+    requests: Vec<ConnectRequest>,
+    /// Limits of this node's accepts: paths, MTU, Tags.
+    accept_limits: (Option<u16>, Option<u32>, Option<u16>),
 }
 
 impl Node {
@@ -101,6 +108,9 @@ impl Node {
             recv_wcs: vec![],
             failed: vec![],
             disconnected: vec![],
+            established: vec![],
+            requests: vec![],
+            accept_limits: (None, None, None),
         }
     }
 }
@@ -120,7 +130,13 @@ struct DataFrame {
     time: u64,
     tag: u16,
     path: u32,
+    flow: u16,
+    payload_len: usize,
 }
+
+/// Rewrites (`Some`) or drops (`None`) a frame a side puts on the link, before the link sees
+/// it.
+type Tamper = Box<dyn FnMut(Side, Vec<u8>) -> Option<Vec<u8>>>;
 
 struct Pair {
     a: Node,
@@ -132,6 +148,7 @@ struct Pair {
     steps: u64,
     /// Next MSN per Tag on A's connection (workloads continue where the last one stopped).
     next_msn: HashMap<u16, u32>,
+    tamper: Option<Tamper>,
 }
 
 struct PairConfig {
@@ -140,6 +157,9 @@ struct PairConfig {
     paths: u16,
     mtu: u32,
     transport: Box<dyn Fn(&mut DeviceConfig)>,
+    /// B's accept limits: paths, MTU, Tags.
+    accept_limits: (Option<u16>, Option<u32>, Option<u16>),
+    tamper: Option<Tamper>,
 }
 
 impl Default for PairConfig {
@@ -150,6 +170,8 @@ impl Default for PairConfig {
             paths: 4,
             mtu: 1024,
             transport: Box::new(|_| {}),
+            accept_limits: (None, None, None),
+            tamper: None,
         }
     }
 }
@@ -157,8 +179,21 @@ impl Default for PairConfig {
 impl Pair {
     /// Two nodes, connected (A requests, B accepts).
     fn connect(cfg: PairConfig) -> Pair {
+        let mut p = Pair::start(cfg);
+        let established = p.run_until(5_000_000, |p| {
+            p.b.conn.is_some()
+                && p.a.ctx.conn_state(p.a.conn.unwrap()).unwrap() == ConnState::Ready
+                && p.b.ctx.conn_state(p.b.conn.unwrap()).unwrap() == ConnState::Ready
+        });
+        assert!(established, "connection not established");
+        p
+    }
+
+    /// Two nodes, A's connect issued (nothing has run yet).
+    fn start(mut cfg: PairConfig) -> Pair {
         let a = Node::new(1, &cfg.transport);
-        let b = Node::new(2, &cfg.transport);
+        let mut b = Node::new(2, &cfg.transport);
+        b.accept_limits = cfg.accept_limits;
         let mut p = Pair {
             a,
             b,
@@ -168,6 +203,7 @@ impl Pair {
             a_frames: vec![],
             steps: 0,
             next_msn: HashMap::new(),
+            tamper: cfg.tamper.take(),
         };
         p.b.ctx.listen(true);
         let mut opts = ConnectOptions::new(p.a.pd, p.a.scq, p.a.rcq, p.b.mac, p.b.ip);
@@ -178,12 +214,6 @@ impl Pair {
             ..PathOptions::default()
         };
         p.a.conn = Some(p.a.ctx.connect(&opts).unwrap());
-        let established = p.run_until(5_000_000, |p| {
-            p.b.conn.is_some()
-                && p.a.ctx.conn_state(p.a.conn.unwrap()).unwrap() == ConnState::Ready
-                && p.b.ctx.conn_state(p.b.conn.unwrap()).unwrap() == ConnState::Ready
-        });
-        assert!(established, "connection not established");
         p
     }
 
@@ -199,14 +229,20 @@ impl Pair {
         while let Some(ev) = node.ctx.poll_cm() {
             match ev {
                 CmEvent::ConnectRequest(req) => {
+                    let (max_paths, max_mtu, max_tags) = node.accept_limits;
                     let opts = AcceptOptions {
-                        pd: node.pd,
-                        send_cq: node.scq,
-                        recv_cq: node.rcq,
+                        max_paths,
+                        max_mtu,
+                        max_tags,
+                        ..AcceptOptions::new(node.pd, node.scq, node.rcq)
                     };
                     node.conn = Some(node.ctx.accept(&req, &opts).unwrap());
+                    node.requests.push(req);
                 }
-                CmEvent::Established(c) => assert!(node.conn == Some(c) || node.conn.is_none()),
+                CmEvent::Established(c) => {
+                    assert!(node.conn == Some(c) || node.conn.is_none());
+                    node.established.push(c);
+                }
                 CmEvent::Failed(c, r) => node.failed.push((c, r)),
                 CmEvent::Disconnected(c) => node.disconnected.push(c),
             }
@@ -229,16 +265,23 @@ impl Pair {
                 &mut self.b
             };
             while let Some(frame) = node.ctx.nic_mut().transmit_frame() {
+                let frame = match self.tamper.as_mut() {
+                    Some(t) => match t(side, frame) {
+                        Some(f) => f,
+                        None => continue,
+                    },
+                    None => frame,
+                };
                 let info = parse_frame(&frame, ROCEV2_UDP_PORT).ok().map(|f| {
                     let d = match f.transport {
-                        TransportRepr::Data(d) => Some(d.tag),
+                        TransportRepr::Data(d) => Some((d.tag, d.flow, f.payload.len())),
                         _ => None,
                     };
                     (d, f.udp.src_port)
                 });
                 let fate = self.link.send(now, side, frame);
                 match info {
-                    Some((Some(tag), sport)) => {
+                    Some((Some((tag, flow, payload_len)), sport)) => {
                         if side == Side::A {
                             self.wire.data_sent += 1;
                             self.wire.data_lost += fate.lost as u64;
@@ -246,6 +289,8 @@ impl Pair {
                                 time: now,
                                 tag,
                                 path: path_of(sport, self.link.config().paths),
+                                flow,
+                                payload_len,
                             });
                         }
                     }
@@ -344,16 +389,22 @@ impl Workload {
     /// `n` messages over the connection's Tags, cycling Write, Send, WriteImm, SendImm, with a
     /// spread of sizes (0, 1, MTU±1, many packets).
     fn plan(p: &mut Pair, n: usize, tags: u16, seed: u64, kinds: &[Kind]) -> Workload {
+        Self::plan_on(p, n, &(0..tags).collect::<Vec<u16>>(), seed, kinds)
+    }
+
+    /// [`Workload::plan`] over the given Tags only (message `i` on `tags[i % tags.len()]`).
+    fn plan_on(p: &mut Pair, n: usize, tags: &[u16], seed: u64, kinds: &[Kind]) -> Workload {
         let mtu = 1024;
         let mut msgs = Vec::new();
         let (mut src_off, mut dst_off, mut r_off) = (0u64, 0u64, 0u64);
-        let mut msn: Vec<u32> = (0..tags)
-            .map(|t| p.next_msn.get(&t).copied().unwrap_or(0))
+        let mut msn: BTreeMap<u16, u32> = tags
+            .iter()
+            .map(|&t| (t, p.next_msn.get(&t).copied().unwrap_or(0)))
             .collect();
         let mut recv_queue: BTreeMap<u16, VecDeque<(u64, u64, u32)>> = BTreeMap::new();
         for i in 0..n {
             let kind = kinds[i % kinds.len()];
-            let tag = (i % tags as usize) as u16;
+            let tag = tags[i % tags.len()];
             let len = sizes_for(i / kinds.len() + i, mtu);
             let data = fill(seed ^ (i as u64) << 20, len as usize);
             let (dst, recv_wr) = match kind {
@@ -377,14 +428,14 @@ impl Workload {
                 src_off,
                 dst_off: dst,
                 data,
-                msn: msn[tag as usize],
+                msn: msn[&tag],
                 recv_wr,
             });
-            msn[tag as usize] += 1;
+            *msn.entry(tag).or_default() += 1;
             src_off += len as u64 + 64;
         }
-        for (t, &m) in msn.iter().enumerate() {
-            p.next_msn.insert(t as u16, m);
+        for (&t, &m) in &msn {
+            p.next_msn.insert(t, m);
         }
         let src =
             p.a.ctx
@@ -1303,6 +1354,326 @@ fn disconnect_closes_both_sides() {
     assert!(p.a.ctx.conn_state(ca).is_err());
 }
 
+/// Rebuilds a frame with its CM message changed by `f` (headers, lengths and ICRC
+/// recomputed); other frames pass unchanged.
+fn rewrite_cm(frame: Vec<u8>, f: impl FnOnce(&mut CmRepr)) -> Vec<u8> {
+    let Ok(parsed) = parse_frame(&frame, ROCEV2_UDP_PORT) else {
+        return frame;
+    };
+    let TransportRepr::Cm(mut cm) = parsed.transport else {
+        return frame;
+    };
+    f(&mut cm);
+    FrameRepr {
+        eth: parsed.eth,
+        ip: parsed.ip,
+        src_port: parsed.udp.src_port,
+        dst_port: parsed.udp.dst_port,
+        bth: parsed.bth,
+        transport: TransportRepr::Cm(cm),
+        payload: &[],
+    }
+    .emit()
+}
+
+/// The CM message of a frame, if it carries one.
+fn cm_of(frame: &[u8]) -> Option<CmRepr> {
+    match parse_frame(frame, ROCEV2_UDP_PORT).ok()?.transport {
+        TransportRepr::Cm(c) => Some(c),
+        _ => None,
+    }
+}
+
+/// `n` Tags, ordered and unordered in a pattern.
+fn pattern_modes(n: usize) -> Vec<TagMode> {
+    // Exactly one of each pair (2k, 2k+1) is ordered; which one changes every 8 Tags.
+    (0..n)
+        .map(|t| {
+            if (t ^ (t >> 3)) & 1 == 0 {
+                TagMode::Ordered
+            } else {
+                TagMode::Unordered
+            }
+        })
+        .collect()
+}
+
+/// The acceptor grants 2 of 8 paths, an MTU of 1024 of 4096 and 4 of 16 Tags: the requester
+/// adopts that shape before it is ready (a Write it posted on a Tag that negotiation removed is
+/// flushed, and posting there is a typed error), and several MiB then arrive intact over a
+/// lossy link on 2 flows in packets of at most 1024 bytes.
+#[test]
+fn the_acceptor_grants_fewer_paths_a_smaller_mtu_and_fewer_tags() {
+    let modes = pattern_modes(16);
+    let mut p = Pair::start(PairConfig {
+        link: lossy_link(0.02, 41),
+        tags: modes.clone(),
+        paths: 8,
+        mtu: 4096,
+        accept_limits: (Some(2), Some(1024), Some(4)),
+        ..PairConfig::default()
+    });
+    let ca = p.ca();
+    let offered = p.a.ctx.connection_shape(ca).unwrap();
+    assert_eq!(
+        offered,
+        ConnectionShape {
+            paths: 8,
+            mtu: 4096,
+            tags: modes.clone()
+        }
+    );
+    // Posted while connecting, on Tag 10: negotiation removes that Tag.
+    let early = p.a.ctx.reg_mr(p.a.pd, 8192, Access::NONE).unwrap();
+    let rbuf = p.a.ctx.reg_mr(p.a.pd, 8192, Access::LOCAL_WRITE).unwrap();
+    let write_on = |tag, wr_id| WriteRequest {
+        wr_id,
+        tag,
+        sge: early.sge(0, 8192),
+        remote_addr: 0x1000,
+        rkey: 0x105,
+        imm: None,
+        signaled: true,
+    };
+    p.a.ctx.post_write(ca, &write_on(10, 77)).unwrap();
+    p.a.ctx
+        .post_recv(
+            ca,
+            &RecvRequest {
+                wr_id: 78,
+                tag: 12,
+                sge: rbuf.sge(0, 64),
+            },
+        )
+        .unwrap();
+    let established = p.run_until(5_000_000, |p| {
+        p.b.conn.is_some()
+            && p.a.ctx.conn_state(p.a.conn.unwrap()).unwrap() == ConnState::Ready
+            && p.b.ctx.conn_state(p.b.conn.unwrap()).unwrap() == ConnState::Ready
+    });
+    assert!(established, "connection not established");
+    let granted = ConnectionShape {
+        paths: 2,
+        mtu: 1024,
+        tags: modes[..4].to_vec(),
+    };
+    assert_eq!(p.a.ctx.connection_shape(ca).unwrap(), granted);
+    assert_eq!(p.b.ctx.connection_shape(p.cb()).unwrap(), granted);
+    assert_eq!(p.b.requests.len(), 1);
+    assert_eq!(
+        (p.b.requests[0].paths, p.b.requests[0].mtu),
+        (8, 4096),
+        "the request shows the offer"
+    );
+    assert_eq!(p.b.requests[0].tags, modes);
+    assert_eq!(p.a.ctx.paths(ca).unwrap().len(), 2);
+    // What was posted on the removed Tags was flushed.
+    let mut flushed: Vec<(u64, WcStatus)> =
+        p.a.send_wcs
+            .iter()
+            .chain(&p.a.recv_wcs)
+            .map(|w| (w.wr_id, w.status))
+            .collect();
+    flushed.sort_by_key(|f| f.0);
+    assert_eq!(
+        flushed,
+        vec![(77, WcStatus::Flushed), (78, WcStatus::Flushed)]
+    );
+    p.a.send_wcs.clear();
+    p.a.recv_wcs.clear();
+    assert_eq!(
+        p.a.ctx.post_write(ca, &write_on(10, 79)),
+        Err(ferroce::Error::InvalidTag(10))
+    );
+    assert_eq!(
+        p.a.ctx.post_write(ca, &write_on(4, 79)),
+        Err(ferroce::Error::InvalidTag(4))
+    );
+    // Several MiB over the granted shape.
+    let n = if long() { 3000 } else { 1000 };
+    let mut w = Workload::plan(&mut p, n, 4, 42, &ALL_KINDS);
+    let bytes: u64 = w.msgs.iter().map(|m| m.len as u64).sum();
+    assert!(bytes > 3 << 20, "only {bytes} bytes");
+    assert!(w.run(&mut p, 500_000_000), "did not complete");
+    w.verify(&mut p, &modes[..4]);
+    check_retransmissions(&p, "negotiated 2 paths, MTU 1024, 4 Tags");
+    assert!(p.wire.data_lost > 0, "the link lost nothing");
+    assert!(
+        p.a_frames
+            .iter()
+            .all(|f| f.flow < 2 && f.payload_len <= 1024)
+    );
+    assert!(p.a_frames.iter().any(|f| f.payload_len == 1024));
+    assert!(p.a_frames.iter().any(|f| f.flow == 1));
+    println!("{bytes} bytes in {n} messages");
+}
+
+/// A Reply that grants more than was offered, zero paths or Tags, or an MTU below the
+/// minimum is a protocol error: the requester fails the connection with
+/// `FailReason::InvalidReply` (never established, posting is a typed error) and tells the
+/// acceptor with a Reject, which fails its side too.
+#[test]
+fn a_reply_breaking_the_negotiation_fails_the_connection() {
+    type Edit = fn(&mut CmRepr);
+    let cases: [(&str, Edit); 7] = [
+        ("more paths", |c| c.path_count = 9),
+        ("zero paths", |c| c.path_count = 0),
+        ("more Tags", |c| c.tag_count = 17),
+        ("zero Tags", |c| c.tag_count = 0),
+        ("larger MTU", |c| c.mtu = 8192),
+        ("MTU below the minimum", |c| {
+            c.mtu = ferroce::MIN_MTU as u16 - 1
+        }),
+        ("zero MTU", |c| c.mtu = 0),
+    ];
+    for (label, edit) in cases {
+        let tamper: Tamper = Box::new(move |side, frame| {
+            if side == Side::B && cm_of(&frame).is_some_and(|c| c.kind == CmKind::Reply) {
+                Some(rewrite_cm(frame, edit))
+            } else {
+                Some(frame)
+            }
+        });
+        let mut p = Pair::start(PairConfig {
+            tags: pattern_modes(16),
+            paths: 8,
+            mtu: 4096,
+            tamper: Some(tamper),
+            ..PairConfig::default()
+        });
+        let ca = p.ca();
+        assert!(
+            p.run_until(20_000_000, |p| !p.a.failed.is_empty()
+                && !p.b.failed.is_empty()),
+            "{label}: no failure on both sides"
+        );
+        assert_eq!(p.a.failed, vec![(ca, FailReason::InvalidReply)], "{label}");
+        assert_eq!(
+            p.a.ctx.conn_state(ca).unwrap(),
+            ConnState::Failed(FailReason::InvalidReply),
+            "{label}"
+        );
+        assert!(p.a.established.is_empty(), "{label}: established anyway");
+        assert_eq!(p.b.failed, vec![(p.cb(), FailReason::Rejected)], "{label}");
+        assert!(p.a.ctx.stats().cm_invalid_replies >= 1);
+        let src = p.a.ctx.reg_mr(p.a.pd, 64, Access::NONE).unwrap();
+        assert_eq!(
+            p.a.ctx.post_send(
+                ca,
+                &SendRequest {
+                    wr_id: 1,
+                    tag: 0,
+                    sge: src.sge(0, 8),
+                    imm: None,
+                    signaled: true,
+                    solicited: false,
+                },
+            ),
+            Err(ferroce::Error::NotConnected(Some(FailReason::InvalidReply))),
+            "{label}"
+        );
+        // More Replies (the acceptor resends) change nothing.
+        p.run_until(1_000_000, |_| false);
+        assert_eq!(p.a.failed.len(), 1, "{label}");
+    }
+}
+
+/// 200 Tags, half ordered and half unordered in a pattern, over a lossy link that also loses
+/// CM packets (and, on purpose, the first copy of every TagModes page): the
+/// acceptor sees all 200 modes exactly, and ordered Tags complete in MSN order while unordered
+/// ones overtake, on Tags above 64 too.
+#[test]
+fn two_hundred_tags_over_a_lossy_link() {
+    let modes = pattern_modes(200);
+    assert_eq!(
+        modes.iter().filter(|m| **m == TagMode::Ordered).count(),
+        100
+    );
+    // Drop the first copy of each page; the request's first copy goes through without its
+    // pages, so the acceptor must wait for the resend.
+    let mut seen_pages = std::collections::HashSet::new();
+    let tamper: Tamper = Box::new(move |side, frame| {
+        match cm_of(&frame) {
+            Some(c) if side == Side::A && c.kind == CmKind::TagModes => {
+                assert_eq!(c.tag_count, 200);
+                if seen_pages.insert(c.path_count) {
+                    return None;
+                }
+            }
+            _ => {}
+        }
+        Some(frame)
+    });
+    let n = if long() { 4000 } else { 1400 };
+    let mut p = Pair::start(PairConfig {
+        link: lossy_link(0.05, 77),
+        tags: modes.clone(),
+        tamper: Some(tamper),
+        ..PairConfig::default()
+    });
+    let established = p.run_until(20_000_000, |p| {
+        p.b.conn.is_some()
+            && p.a.ctx.conn_state(p.a.conn.unwrap()).unwrap() == ConnState::Ready
+            && p.b.ctx.conn_state(p.b.conn.unwrap()).unwrap() == ConnState::Ready
+    });
+    assert!(established, "connection not established");
+    let cm_stats = p.b.ctx.stats();
+    println!(
+        "acceptor: {} requests set aside for missing pages, {} pages dropped; ctrl lost {}",
+        cm_stats.cm_requests_incomplete, cm_stats.cm_tag_pages_dropped, p.wire.ctrl_lost
+    );
+    assert!(cm_stats.cm_requests_incomplete >= 1);
+    assert_eq!(cm_stats.cm_tag_pages_dropped, 0);
+    assert_eq!(p.b.requests.len(), 1);
+    assert_eq!(p.b.requests[0].tag_count, 200);
+    assert_eq!(
+        p.b.requests[0].tags, modes,
+        "the acceptor's view of the modes"
+    );
+    let shape = ConnectionShape {
+        paths: 4,
+        mtu: 1024,
+        tags: modes.clone(),
+    };
+    assert_eq!(p.b.ctx.connection_shape(p.cb()).unwrap(), shape);
+    assert_eq!(p.a.ctx.connection_shape(p.ca()).unwrap(), shape);
+    let mut w = Workload::plan(&mut p, n, 200, 19, &ALL_KINDS);
+    assert!(w.run(&mut p, 500_000_000), "did not complete");
+    // Data, statuses, and MSN order on every ordered Tag (Tags above 64 included).
+    w.verify(&mut p, &modes);
+    check_retransmissions(&p, "200 Tags");
+    assert!(p.wire.ctrl_lost > 0, "the link lost no control packet");
+    assert!(
+        p.a.send_wcs.iter().any(|c| c.tag >= 192),
+        "the last page's Tags carried traffic"
+    );
+    // Then many messages per Tag on the last 16 Tags (pages 2 and 3, 8 ordered, 8
+    // unordered), so that loss makes later messages of a Tag finish first: the unordered
+    // ones must overtake, the ordered ones must not (verify).
+    p.a.send_wcs.clear();
+    p.b.recv_wcs.clear();
+    let high: Vec<u16> = (184..200).collect();
+    let mut w2 = Workload::plan_on(
+        &mut p,
+        if long() { 1500 } else { 400 },
+        &high,
+        23,
+        &ALL_KINDS,
+    );
+    assert!(w2.run(&mut p, 500_000_000), "high Tags did not complete");
+    w2.verify(&mut p, &modes);
+    let unordered = |wcs: &[WorkCompletion]| -> Vec<WorkCompletion> {
+        wcs.iter()
+            .filter(|c| modes[c.tag as usize] == TagMode::Unordered)
+            .copied()
+            .collect()
+    };
+    let ooo_send = out_of_order(&unordered(&p.a.send_wcs));
+    let ooo_recv = out_of_order(&unordered(&p.b.recv_wcs));
+    println!("unordered Tags 184-199 out of order: send side {ooo_send}, receive side {ooo_recv}");
+    assert!(ooo_send > 0 && ooo_recv > 0);
+}
+
 // ---- The same tests with both nodes on the RTL backend. ----
 
 #[test]
@@ -1388,4 +1759,14 @@ fn rtl_lost_terminal_naks_hide_remote_access_errors() {
 #[test]
 fn rtl_disconnect_closes_both_sides() {
     on_rtl(disconnect_closes_both_sides);
+}
+
+#[test]
+fn rtl_the_acceptor_grants_fewer_paths_a_smaller_mtu_and_fewer_tags() {
+    on_rtl(the_acceptor_grants_fewer_paths_a_smaller_mtu_and_fewer_tags);
+}
+
+#[test]
+fn rtl_two_hundred_tags_over_a_lossy_link() {
+    on_rtl(two_hundred_tags_over_a_lossy_link);
 }

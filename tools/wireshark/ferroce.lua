@@ -59,6 +59,7 @@ local CM_KINDS = {
     [4] = "Reject",
     [5] = "DisconnectRequest",
     [6] = "DisconnectReply",
+    [7] = "TagModes",
 }
 
 local ICRC_STATUS = { [0] = "unverified", [1] = "good", [2] = "bad" }

@@ -41,6 +41,10 @@ pub enum FailReason {
     Rejected,
     /// The connection request was never answered.
     ConnectTimeout,
+    /// The acceptor's Reply broke the negotiation (more paths, Tags or MTU than offered, zero
+    /// paths or Tags, or an MTU below [`crate::MIN_MTU`]): a protocol error. The requester
+    /// answers it with a Reject and never establishes the connection.
+    InvalidReply,
     /// Closed by either side.
     Disconnected,
 }
@@ -292,6 +296,88 @@ impl Connection {
     /// Send-side work requests posted and not yet completed.
     pub fn send_outstanding(&self) -> u32 {
         self.send_outstanding
+    }
+
+    /// Adopts a smaller shape agreed in the CM exchange before the connection is ready: `flows`
+    /// flows, `mtu` payload bytes per packet and the first `tags` Tags (their modes kept).
+    /// Requests already posted are cut at the new MTU; those on Tags beyond `tags`, and the
+    /// receives posted there, complete with [`WcStatus::Flushed`]. Only shrinking is allowed,
+    /// and only while [`ConnState::Connecting`] (nothing has been sent yet):
+    /// [`CoreError::NotUsable`] otherwise, or for a zero count.
+    pub fn renegotiate(&mut self, flows: u16, mtu: u32, tags: u16) -> Result<(), CoreError> {
+        let (nflows, ntags) = (flows as usize, tags as usize);
+        if self.state != ConnState::Connecting
+            || nflows == 0
+            || ntags == 0
+            || mtu == 0
+            || nflows > self.flows.len()
+            || ntags > self.tx_tags.len()
+            || mtu > self.params.mtu
+        {
+            return Err(CoreError::NotUsable);
+        }
+        let conn = self.params.local_conn;
+        // Tags that negotiation removed: flush what was posted on them.
+        for t in ntags..self.tx_tags.len() {
+            let ids: Vec<u32> = self.tx_tags[t].msgs.drain(..).collect();
+            for id in ids {
+                let mut m = self.msgs[id as usize];
+                m.error = Some(WcStatus::Flushed);
+                m.wr.signaled = true;
+                emit(&mut self.completions, conn, &m);
+                self.send_outstanding = self.send_outstanding.saturating_sub(1);
+                let e = m.epoch.wrapping_sub(self.epoch_lo) as usize;
+                if let Some(c) = self.epoch_counts.get_mut(e) {
+                    *c = c.saturating_sub(1);
+                }
+                self.free.push(id);
+            }
+        }
+        while self.epoch_counts.len() > 1 && self.epoch_counts[0] == 0 {
+            self.epoch_counts.pop_front();
+            self.epoch_lo += 1;
+        }
+        for t in ntags..self.rx_tags.len() {
+            let held = self.rx_tags[t].drain_held();
+            self.completions.extend(held);
+            for post in self.rx_tags[t].drain_posted() {
+                self.completions.push_back(WorkCompletion {
+                    wr_id: post.wr_id,
+                    conn,
+                    opcode: WcOpcode::Recv,
+                    status: WcStatus::Flushed,
+                    tag: t as u16,
+                    msn: 0,
+                    byte_len: 0,
+                    imm: None,
+                });
+            }
+        }
+        self.tx_tags.truncate(ntags);
+        self.rx_tags.truncate(ntags);
+        self.in_active.truncate(ntags);
+        self.active_tags.retain(|&t| (t as usize) < ntags);
+        self.params.tag_modes.truncate(ntags);
+        // The MTU: nothing is segmented yet, so the packet counts are simply recomputed.
+        self.params.mtu = mtu;
+        for tag in &self.tx_tags {
+            for &id in &tag.msgs {
+                let m = &mut self.msgs[id as usize];
+                m.packets = m.wr.len.div_ceil(mtu).max(1);
+            }
+        }
+        // Flows, their counters and the congestion controller for the new count.
+        self.params.flows = flows;
+        self.flows.truncate(nflows);
+        self.path.truncate(nflows);
+        self.next_entropy = nflows;
+        self.cc = self.cfg.congestion.build(
+            nflows,
+            mtu,
+            self.cfg.line_rate_mbps,
+            self.cfg.initial_rtt_ns,
+        );
+        Ok(())
     }
 
     /// The CM exchange finished: start transmitting.

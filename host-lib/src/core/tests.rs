@@ -671,3 +671,58 @@ fn at_a_small_share_the_burst_after_idling_is_at_most_an_rtt_of_credit() {
     assert!(sent <= 9, "{sent} packets in 30 µs at a 1 Gb/s share");
     assert!(sent >= 3, "{sent}");
 }
+
+/// Requests posted while connecting adopt the negotiated shape: cut at the smaller MTU over
+/// the remaining flows only; those on Tags negotiation removed (and receives posted there) are
+/// flushed, and posting there afterwards is a typed error. Growing or renegotiating once ready
+/// is refused.
+#[test]
+fn renegotiation_shrinks_flows_mtu_and_tags_before_ready() {
+    let modes = [
+        TagMode::Ordered,
+        TagMode::Unordered,
+        TagMode::Ordered,
+        TagMode::Unordered,
+    ];
+    let mut c = Connection::new(params(8, &modes), TransportConfig::default(), 0);
+    c.post(write(1, 0, 4 * MTU)).unwrap();
+    c.post(write(2, 3, 100)).unwrap();
+    c.fence().unwrap();
+    c.post(write(3, 1, 2 * MTU)).unwrap();
+    c.post_recv(2, 9, 0x5000, 64).unwrap();
+    assert_eq!(c.renegotiate(9, MTU, 4), Err(CoreError::NotUsable));
+    assert_eq!(c.renegotiate(8, MTU + 1, 4), Err(CoreError::NotUsable));
+    assert_eq!(c.renegotiate(8, MTU, 5), Err(CoreError::NotUsable));
+    assert_eq!(c.renegotiate(0, MTU, 4), Err(CoreError::NotUsable));
+    c.renegotiate(2, MTU / 2, 2).unwrap();
+    assert_eq!(c.params().flows, 2);
+    assert_eq!(c.params().mtu, MTU / 2);
+    assert_eq!(c.params().tag_modes, modes[..2].to_vec());
+    assert_eq!(c.paths().len(), 2);
+    let flushed = completions(&mut c);
+    assert_eq!(flushed.len(), 2, "{flushed:?}");
+    assert!(flushed.iter().all(|w| w.status == WcStatus::Flushed));
+    assert!(flushed.iter().any(|w| w.wr_id == 2 && w.tag == 3));
+    assert!(
+        flushed
+            .iter()
+            .any(|w| w.wr_id == 9 && w.tag == 2 && w.opcode == WcOpcode::Recv)
+    );
+    assert_eq!(c.post(write(4, 2, 10)), Err(CoreError::InvalidTag(2)));
+    assert_eq!(c.post_recv(3, 9, 0x5000, 64), Err(CoreError::InvalidTag(3)));
+    assert_eq!(c.send_outstanding(), 2);
+    c.set_ready(0);
+    let descs = send_all(&mut c, 0);
+    // 4·MTU and 2·MTU at MTU/2: 8 + 4 packets, only on flows 0 and 1, none above MTU/2. The
+    // fence still holds Tag 1's Write until Tag 0's completes.
+    assert_eq!(descs.len(), 8, "{descs:?}");
+    assert!(descs.iter().all(|d| d.flow < 2 && d.payload_len <= MTU / 2));
+    ack_all(&mut c, &descs, 10_000);
+    let descs = send_all(&mut c, 10_000);
+    assert_eq!(descs.len(), 4);
+    ack_all(&mut c, &descs, 20_000);
+    let done = completions(&mut c);
+    assert_eq!(done.len(), 2);
+    assert!(done.iter().all(|w| w.status == WcStatus::Success));
+    assert_eq!(c.renegotiate(1, MTU / 2, 1), Err(CoreError::NotUsable));
+}

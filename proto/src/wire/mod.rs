@@ -26,7 +26,7 @@ pub use ethernet::{EthernetAddress, EthernetRepr};
 pub use frame::{Frame, FrameRepr, parse_frame};
 pub use ip::{IpRepr, Ipv4Repr, Ipv6Repr};
 pub use transport::{
-    AckRepr, CmKind, CmRepr, DataRepr, NakReason, NakRepr, RethRepr, TransportRepr,
+    AckRepr, CmKind, CmRepr, DataRepr, NakReason, NakRepr, RethRepr, TagPageError, TransportRepr,
 };
 pub use udp::UdpRepr;
 

@@ -93,6 +93,9 @@ pub mod cm {
     pub const FLAGS: usize = 1;
     /// The `path_count` field.
     pub const PATH_COUNT: Field = 2..4;
+    /// The page index of a `TagModes` message: the same bytes as `path_count`, which a
+    /// `TagModes` message does not carry.
+    pub const PAGE: Field = PATH_COUNT;
     /// The `src_conn` field.
     pub const SRC_CONN: Field = 4..8;
     /// The `dst_conn` field.
@@ -107,6 +110,8 @@ pub mod cm {
     pub const RATE: Field = 20..24;
     /// The `tag_modes` field.
     pub const TAG_MODES: Field = 24..32;
+    /// Tags whose completion modes one `tag_modes` field carries (one page).
+    pub const TAGS_PER_PAGE: usize = 64;
 }
 
 /// The RDMA extended transport header of a Write: where this packet's first byte goes.
@@ -225,9 +230,19 @@ pub enum CmKind {
     DisconnectRequest = 5,
     /// Disconnect reply.
     DisconnectReply = 6,
+    /// Completion modes of Tags `64·page .. 64·page + 63` of a connection request with more
+    /// than 64 Tags (the request itself carries page 0). The page index travels in the
+    /// `path_count` bytes ([`cm::PAGE`]); see [`CmRepr::tag_modes_page`].
+    TagModes = 7,
 }
 
 impl CmKind {
+    /// The lowest kind value: every valid kind byte is in `FIRST as u8 ..= LAST as u8` (the
+    /// RTL's receive parser classifies CM kinds by this range).
+    pub const FIRST: CmKind = CmKind::Request;
+    /// The highest kind value.
+    pub const LAST: CmKind = CmKind::TagModes;
+
     /// Decodes the kind byte.
     pub fn from_u8(v: u8) -> Option<Self> {
         Some(match v {
@@ -237,6 +252,7 @@ impl CmKind {
             4 => CmKind::Reject,
             5 => CmKind::DisconnectRequest,
             6 => CmKind::DisconnectReply,
+            7 => CmKind::TagModes,
             _ => return None,
         })
     }
@@ -250,7 +266,8 @@ pub struct CmRepr {
     pub kind: CmKind,
     /// Kind-specific flags (reject reason for `Reject`).
     pub flags: u8,
-    /// Number of flows (paths) the sender wants or grants.
+    /// Number of flows (paths) the sender wants or grants. In a `TagModes` message: the page
+    /// index (see [`CmRepr::page`]).
     pub path_count: u16,
     /// Sender's connection id.
     pub src_conn: u32,
@@ -258,15 +275,39 @@ pub struct CmRepr {
     pub dst_conn: u32,
     /// Path MTU in bytes of payload.
     pub mtu: u16,
-    /// Number of Tags.
+    /// Number of Tags (in a `TagModes` message: of the request the page belongs to).
     pub tag_count: u16,
     /// First FSN of every flow, sender to receiver.
     pub initial_fsn: u32,
     /// Sender's line rate in Mb/s (for the receiver's fair-share computation).
     pub rate_mbps: u32,
-    /// Completion mode of Tags 0–63: bit set = ordered.
+    /// Completion mode of Tags 0–63: bit set = ordered. In a `TagModes` message: of Tags
+    /// `64·page .. 64·page + 63` (bit `i` is Tag `64·page + i`).
     pub tag_modes: u64,
 }
+
+/// Why a `TagModes` message is unusable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum TagPageError {
+    /// The message is not of kind `TagModes`.
+    NotTagModes,
+    /// Page 0: the connection request itself carries the modes of Tags 0–63.
+    PageZero,
+    /// The page starts at or beyond the Tag count: it names no Tag of the request.
+    BeyondTagCount,
+}
+
+impl core::fmt::Display for TagPageError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            TagPageError::NotTagModes => "not a TagModes message",
+            TagPageError::PageZero => "TagModes page 0 (the request carries it)",
+            TagPageError::BeyondTagCount => "TagModes page beyond the Tag count",
+        })
+    }
+}
+
+impl std::error::Error for TagPageError {}
 
 /// The header(s) after the BTH, by packet type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -449,6 +490,49 @@ impl CmRepr {
             (TransportRepr::Cm(c), _) => Ok(c),
             _ => Err(ParseError::BadOpcode),
         }
+    }
+
+    /// Pages a request with `tag_count` Tags needs in all, page 0 (carried by the request
+    /// itself) included: `ceil(tag_count / 64)`, at least 1.
+    pub fn tag_pages(tag_count: u16) -> u16 {
+        (tag_count as usize).div_ceil(cm::TAGS_PER_PAGE).max(1) as u16
+    }
+
+    /// The `TagModes` message carrying page `page` (modes of Tags `64·page ..`) of `request`
+    /// (a `Request` with more than 64 Tags); bit `i` of `modes` set = Tag `64·page + i`
+    /// ordered, bits beyond the Tag count zero. It repeats the request's `src_conn`,
+    /// `tag_count` and `initial_fsn`: the initial FSN is drawn afresh for every request, so
+    /// it tells the pages of one request from those of an earlier one with the same
+    /// connection id.
+    pub fn tag_modes_page(request: &CmRepr, page: u16, modes: u64) -> CmRepr {
+        CmRepr {
+            kind: CmKind::TagModes,
+            flags: 0,
+            path_count: page,
+            src_conn: request.src_conn,
+            dst_conn: 0,
+            mtu: 0,
+            tag_count: request.tag_count,
+            initial_fsn: request.initial_fsn,
+            rate_mbps: 0,
+            tag_modes: modes,
+        }
+    }
+
+    /// The page index of a `TagModes` message, checked against its Tag count: pages
+    /// `1 .. ceil(tag_count / 64)` are valid (a hostile index is an error, never a panic).
+    pub fn page(&self) -> Result<u16, TagPageError> {
+        if self.kind != CmKind::TagModes {
+            return Err(TagPageError::NotTagModes);
+        }
+        let page = self.path_count;
+        if page == 0 {
+            return Err(TagPageError::PageZero);
+        }
+        if page >= Self::tag_pages(self.tag_count) {
+            return Err(TagPageError::BeyondTagCount);
+        }
+        Ok(page)
     }
 
     /// The message as its 32 wire bytes.

@@ -337,11 +337,7 @@ impl FerroceHost {
         while let Some(ev) = self.ctx.poll_cm() {
             match ev {
                 CmEvent::ConnectRequest(req) => {
-                    let opts = AcceptOptions {
-                        pd: self.pd,
-                        send_cq: self.scq,
-                        recv_cq: self.rcq,
-                    };
+                    let opts = AcceptOptions::new(self.pd, self.scq, self.rcq);
                     if self.ctx.accept(&req, &opts).is_err() {
                         self.app.stats.app_errors += 1;
                     }
