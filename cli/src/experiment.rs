@@ -94,6 +94,10 @@ pub struct ExperimentArgs {
     /// active (bytes in flight or something to send); 0 or 1 = always.
     #[arg(long, default_value_t = HostBudgetConfig::default().pacing_min_active)]
     pub host_pacing_min_active: u32,
+    /// ferroce: requesters ignore the rate hint in the acceptor's CM reply and start with
+    /// full windows until the first ACK's hint.
+    #[arg(long)]
+    pub no_reply_hint: bool,
     /// Hosts (the experiment's default if not given).
     #[arg(long)]
     pub hosts: Option<u32>,
@@ -143,6 +147,7 @@ impl ExperimentArgs {
                 burst_ns: self.host_burst_ns,
                 pacing_min_active: self.host_pacing_min_active,
             },
+            reply_hint: !self.no_reply_hint,
             backend: self.backend.into(),
             seed: self.seed,
             quick: self.quick,

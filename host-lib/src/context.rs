@@ -1129,11 +1129,17 @@ impl<N: Nic> Context<N> {
             tag_count: ntags,
             initial_fsn: tx_fsn,
             rate_mbps: self.cfg.transport.line_rate_mbps,
-            tag_modes: tag_modes_bits(&tags, 0),
+            tag_modes: 0,
             ..msg
         };
         let core = Connection::new(params, self.cfg.transport.clone(), self.now);
         self.fair.add_sender(id, msg.rate_mbps);
+        // The Reply carries the newcomer's share (the Tag modes are the requester's own), so
+        // that an incast's senders start at it rather than each with a full first window.
+        let reply = CmRepr {
+            tag_modes: self.fair.newcomer_mbps(self.now).min(msg.rate_mbps.max(1)) as u64,
+            ..reply
+        };
         self.conns[id as usize] = Some(ConnSlot {
             core,
             pd: opts.pd,
@@ -1580,6 +1586,9 @@ impl<N: Nic> Context<N> {
                         };
                         s.cm_msg = rtu;
                         s.rx_flow_cum = vec![msg.initial_fsn; paths as usize];
+                        if let Some(hint) = msg.reply_hint_mbps() {
+                            s.core.apply_rate_hint(self.now, hint);
+                        }
                         let e = s.cm_entropy;
                         self.fair.add_own_connection(id, msg.rate_mbps);
                         self.dev.set_connection(id, &entry)?;
@@ -1896,9 +1905,15 @@ impl<N: Nic> Context<N> {
             space,
             &mut self.budget,
             |i, b| {
-                conns[i]
-                    .as_mut()
-                    .map_or(0, |s| s.core.poll_transmit_gated(now, 1, b, &mut descs))
+                conns[i].as_mut().map_or(0, |s| {
+                    // Nothing due (the timers above released every parked packet that is):
+                    // skip the pass over the connection's flows.
+                    if s.core.transmit_at().is_none_or(|t| t > now) {
+                        0
+                    } else {
+                        s.core.poll_transmit_gated(now, 1, b, &mut descs)
+                    }
+                })
             },
         );
         self.rr_next = next;

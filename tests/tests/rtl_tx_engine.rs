@@ -104,10 +104,11 @@ fn memory(rng: &mut Rng) -> Memory {
             tag_modes: rng.next_u64(),
         }
         .to_bytes();
+        let (first, last) = (CmKind::FIRST as u8, CmKind::LAST as u8);
         m[0] = if i % 2 == 0 {
-            1 + rng.below(6) as u8
+            first + rng.below((last - first + 1) as u64) as u8
         } else {
-            [0u8, 7, 8, 0x41, 0xff][rng.below(5) as usize]
+            [first - 1, last + 1, last + 2, 0x41, 0xff][rng.below(5) as usize]
         };
         assert_eq!(CmKind::from_u8(m[0]).is_some(), i % 2 == 0);
         cm.extend_from_slice(&m);

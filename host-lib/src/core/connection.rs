@@ -13,6 +13,7 @@ use super::{
 use ferroce_proto::hsi::descriptor::{FLAG_ACK_REQ, FLAG_SOLICITED};
 use ferroce_proto::hsi::{CompletionStatus, Event, TxDescriptor};
 use ferroce_proto::wire::{NakReason, Opcode, SACK_BITS};
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 /// Wire bytes a data packet costs beyond its payload (Ethernet, IPv4, UDP, BTH, FDH, RETH, ICRC,
@@ -182,11 +183,26 @@ pub struct Connection {
     pkts_outstanding: u64,
     last_heard: u64,
     hint_mbps: u32,
+    /// The hint came from the CM reply and no ACK has applied one yet.
+    hint_before_ack: bool,
     next_entropy: usize,
     starved: bool,
     vclock: u64,
     scratch: Vec<u32>,
     stats: ConnectionStats,
+    /// [`Connection::poll_timer`], [`Connection::transmit_at`] and
+    /// [`Connection::inflight_bytes`], computed together on first use and forgotten by every
+    /// method that changes the connection: the driver loop asks them of every connection on
+    /// every call, and each takes a pass over the flows.
+    derived: Cell<Option<Derived>>,
+}
+
+/// The values of [`Connection::derived`].
+#[derive(Debug, Clone, Copy)]
+struct Derived {
+    timer: Option<u64>,
+    transmit_at: Option<u64>,
+    inflight: u64,
 }
 
 impl Connection {
@@ -250,10 +266,12 @@ impl Connection {
             pkts_outstanding: 0,
             last_heard: now,
             hint_mbps: 0,
+            hint_before_ack: false,
             starved: false,
             vclock: 0,
             scratch: Vec::new(),
             stats: ConnectionStats::default(),
+            derived: Cell::new(None),
         }
     }
 
@@ -305,6 +323,13 @@ impl Connection {
     /// and only while [`ConnState::Connecting`] (nothing has been sent yet):
     /// [`CoreError::NotUsable`] otherwise, or for a zero count.
     pub fn renegotiate(&mut self, flows: u16, mtu: u32, tags: u16) -> Result<(), CoreError> {
+        self.derived.set(None);
+        let r = self.renegotiate_inner(flows, mtu, tags);
+        self.derived.set(None);
+        r
+    }
+
+    fn renegotiate_inner(&mut self, flows: u16, mtu: u32, tags: u16) -> Result<(), CoreError> {
         let (nflows, ntags) = (flows as usize, tags as usize);
         if self.state != ConnState::Connecting
             || nflows == 0
@@ -338,20 +363,7 @@ impl Connection {
             self.epoch_lo += 1;
         }
         for t in ntags..self.rx_tags.len() {
-            let held = self.rx_tags[t].drain_held();
-            self.completions.extend(held);
-            for post in self.rx_tags[t].drain_posted() {
-                self.completions.push_back(WorkCompletion {
-                    wr_id: post.wr_id,
-                    conn,
-                    opcode: WcOpcode::Recv,
-                    status: WcStatus::Flushed,
-                    tag: t as u16,
-                    msn: 0,
-                    byte_len: 0,
-                    imm: None,
-                });
-            }
+            self.flush_receives(t);
         }
         self.tx_tags.truncate(ntags);
         self.rx_tags.truncate(ntags);
@@ -380,8 +392,27 @@ impl Connection {
         Ok(())
     }
 
+    /// Applies the first rate hint the peer gave in its CM reply, before any ACK: only a share
+    /// below our line rate counts (an incast's senders then start at their share instead of
+    /// each with a full first window). The first ACK applies its hint again, when the windows
+    /// can follow a measured RTT instead of the initial estimate.
+    pub fn apply_rate_hint(&mut self, now: u64, mbps: u32) {
+        self.derived.set(None);
+        if self.cfg.reply_hint && mbps > 0 && mbps < self.cfg.line_rate_mbps {
+            self.set_hint(now, mbps);
+            self.hint_before_ack = true;
+        }
+        self.derived.set(None);
+    }
+
     /// The CM exchange finished: start transmitting.
     pub fn set_ready(&mut self, now: u64) {
+        self.derived.set(None);
+        self.set_ready_inner(now);
+        self.derived.set(None);
+    }
+
+    fn set_ready_inner(&mut self, now: u64) {
         if self.state == ConnState::Connecting {
             self.state = ConnState::Ready;
             self.last_heard = now;
@@ -406,6 +437,13 @@ impl Connection {
     /// Posts a Send or Write; returns its MSN. Requests may be posted while connecting; they
     /// leave once the connection is ready.
     pub fn post(&mut self, wr: WorkRequest) -> Result<u32, CoreError> {
+        self.derived.set(None);
+        let r = self.post_inner(wr);
+        self.derived.set(None);
+        r
+    }
+
+    fn post_inner(&mut self, wr: WorkRequest) -> Result<u32, CoreError> {
         if !self.usable() {
             return Err(CoreError::NotUsable);
         }
@@ -466,6 +504,13 @@ impl Connection {
     /// An execution fence: requests posted after it start only when every request posted
     /// before it (on any Tag of this connection) has completed.
     pub fn fence(&mut self) -> Result<(), CoreError> {
+        self.derived.set(None);
+        let r = self.fence_inner();
+        self.derived.set(None);
+        r
+    }
+
+    fn fence_inner(&mut self) -> Result<(), CoreError> {
         if !self.usable() {
             return Err(CoreError::NotUsable);
         }
@@ -502,6 +547,12 @@ impl Connection {
     /// Feeds one NIC event. Events of other connections and stale events are ignored (and
     /// counted in [`ConnectionStats::ignored_events`] when they name this connection).
     pub fn handle_event(&mut self, now: u64, ev: &Event) {
+        self.derived.set(None);
+        self.handle_event_inner(now, ev);
+        self.derived.set(None);
+    }
+
+    fn handle_event_inner(&mut self, now: u64, ev: &Event) {
         let me = self.params.local_conn;
         match *ev {
             Event::Ack {
@@ -641,11 +692,11 @@ impl Connection {
                 srtt_ns: srtt,
             },
         );
-        if hint != self.hint_mbps {
-            self.hint_mbps = hint;
-            self.stats.rate_hint_mbps = hint;
-            self.cc.on_rate_hint(now, hint);
+        if std::mem::take(&mut self.hint_before_ack) {
+            // Force the first ACK's hint through, even if it equals the reply's.
+            self.hint_mbps = 0;
         }
+        self.set_hint(now, hint);
         // Refusals the NAKs did not tell us about: some NAK was lost, and the refused packets
         // are among those this ACK newly covers (an ACK covering a refused FSN was sent after
         // the refusal, so it counts it). We cannot tell which, so none of them may succeed.
@@ -877,6 +928,12 @@ impl Connection {
 
     /// Fails the connection and flushes everything outstanding.
     pub fn fail(&mut self, reason: FailReason) {
+        self.derived.set(None);
+        self.fail_inner(reason);
+        self.derived.set(None);
+    }
+
+    fn fail_inner(&mut self, reason: FailReason) {
         if !self.usable() {
             return;
         }
@@ -899,20 +956,7 @@ impl Connection {
             }
         }
         for t in 0..self.rx_tags.len() {
-            let held = self.rx_tags[t].drain_held();
-            self.completions.extend(held);
-            for post in self.rx_tags[t].drain_posted() {
-                self.completions.push_back(WorkCompletion {
-                    wr_id: post.wr_id,
-                    conn,
-                    opcode: WcOpcode::Recv,
-                    status: WcStatus::Flushed,
-                    tag: t as u16,
-                    msn: 0,
-                    byte_len: 0,
-                    imm: None,
-                });
-            }
+            self.flush_receives(t);
         }
         self.send_outstanding = 0;
         self.active_tags.clear();
@@ -927,6 +971,34 @@ impl Connection {
     }
 
     /// Moves parked packets whose delay has passed to their flow's retransmit queue.
+    /// The receiver's rate hint for this connection (Mb/s), when it changes.
+    fn set_hint(&mut self, now: u64, hint: u32) {
+        if hint != self.hint_mbps {
+            self.hint_mbps = hint;
+            self.stats.rate_hint_mbps = hint;
+            self.cc.on_rate_hint(now, hint);
+        }
+    }
+
+    /// Completes Tag `t`'s held receive completions, then flushes its posted receives.
+    fn flush_receives(&mut self, t: usize) {
+        let conn = self.params.local_conn;
+        let held = self.rx_tags[t].drain_held();
+        self.completions.extend(held);
+        for post in self.rx_tags[t].drain_posted() {
+            self.completions.push_back(WorkCompletion {
+                wr_id: post.wr_id,
+                conn,
+                opcode: WcOpcode::Recv,
+                status: WcStatus::Flushed,
+                tag: t as u16,
+                msn: 0,
+                byte_len: 0,
+                imm: None,
+            });
+        }
+    }
+
     fn release_parked(&mut self, now: u64) {
         for f in self.flows.iter_mut() {
             let mut i = 0;
@@ -1061,6 +1133,19 @@ impl Connection {
     /// connection of the NIC): each packet must also pass `gate`, and its retransmission timer
     /// starts when the gate expects it to leave, not when it was cut.
     pub fn poll_transmit_gated<G: TxGate + ?Sized>(
+        &mut self,
+        now: u64,
+        budget: usize,
+        gate: &mut G,
+        out: &mut Vec<TxDescriptor>,
+    ) -> usize {
+        self.derived.set(None);
+        let r = self.poll_transmit_gated_inner(now, budget, gate, out);
+        self.derived.set(None);
+        r
+    }
+
+    fn poll_transmit_gated_inner<G: TxGate + ?Sized>(
         &mut self,
         now: u64,
         budget: usize,
@@ -1224,6 +1309,24 @@ impl Connection {
     /// The earliest timer ([`Connection::handle_timeout`]'s work: retransmission, "not ready"
     /// delays, the connection timeout), leaving out when the flows may transmit.
     pub fn poll_timer(&self) -> Option<u64> {
+        self.derived().timer
+    }
+
+    /// Computes [`Derived`] unless it is known.
+    fn derived(&self) -> Derived {
+        if let Some(d) = self.derived.get() {
+            return d;
+        }
+        let d = Derived {
+            timer: self.compute_timer(),
+            transmit_at: self.compute_transmit_at(),
+            inflight: self.compute_inflight(),
+        };
+        self.derived.set(Some(d));
+        d
+    }
+
+    fn compute_timer(&self) -> Option<u64> {
         if !self.usable() {
             return None;
         }
@@ -1258,6 +1361,10 @@ impl Connection {
     /// When a flow with something to send (a resend, or new data and window room) may next
     /// transmit by its own pacing; `None` if no flow has anything it could send.
     pub fn transmit_at(&self) -> Option<u64> {
+        self.derived().transmit_at
+    }
+
+    fn compute_transmit_at(&self) -> Option<u64> {
         if self.state != ConnState::Ready {
             return None;
         }
@@ -1281,6 +1388,10 @@ impl Connection {
 
     /// Bytes in flight over all flows (payload plus headers; 0 once the connection failed).
     pub fn inflight_bytes(&self) -> u64 {
+        self.derived().inflight
+    }
+
+    fn compute_inflight(&self) -> u64 {
         if !self.usable() {
             return 0;
         }
@@ -1291,6 +1402,12 @@ impl Connection {
     /// after `same_entropy_retries` and the dead-path verdict), "not ready" delays, and the
     /// connection timeout.
     pub fn handle_timeout(&mut self, now: u64) {
+        self.derived.set(None);
+        self.handle_timeout_inner(now);
+        self.derived.set(None);
+    }
+
+    fn handle_timeout_inner(&mut self, now: u64) {
         if !self.usable() {
             return;
         }

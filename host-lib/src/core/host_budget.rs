@@ -277,21 +277,28 @@ pub fn round_robin(
     let mut sent = 0;
     let mut next = start;
     while sent < max && !hungry.is_empty() {
-        let mut k = 0;
-        while k < hungry.len() && sent < max {
+        // One round in rotation order; those with nothing to send leave the rotation (kept
+        // ones are compacted in place: removing one by one would move the rest every time).
+        let mut kept = 0;
+        for k in 0..hungry.len() {
             let i = hungry[k];
+            if sent >= max {
+                hungry[kept] = i;
+                kept += 1;
+                continue;
+            }
             if turn(i, budget) > 0 {
                 sent += 1;
                 next = (i + 1) % n;
-                k += 1;
+                hungry[kept] = i;
+                kept += 1;
             } else if budget.refusal().is_some() {
                 // The host is out of budget or ahead of its line: nobody else may send either.
                 return (sent, next);
-            } else {
-                // Nothing to send now (windows, pacing, no data).
-                hungry.remove(k);
             }
+            // Otherwise nothing to send now (windows, pacing, no data): out of the rotation.
         }
+        hungry.truncate(kept);
     }
     (sent, next)
 }

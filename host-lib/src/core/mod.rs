@@ -76,6 +76,11 @@ pub struct TransportConfig {
     pub max_send_wr: u32,
     /// Our line rate (Mb/s): the pacing ceiling, and what the CM exchange announces.
     pub line_rate_mbps: u32,
+    /// Start at the rate hint the acceptor's CM reply carries when it is below our line rate
+    /// (see [`Connection::apply_rate_hint`](connection::Connection::apply_rate_hint)): an
+    /// incast's first burst shrinks, but every flow then starts with about one packet in
+    /// flight, and a lost one waits for a probe or a timeout (see docs/fabric.md).
+    pub reply_hint: bool,
     /// Packets a flow may send back to back after being idle (pacing burst).
     pub pacing_burst_packets: u32,
     /// Builds the congestion controller of each connection.
@@ -99,6 +104,7 @@ impl Default for TransportConfig {
             rnr_retry_limit: None,
             max_send_wr: 4096,
             line_rate_mbps: 100_000,
+            reply_hint: true,
             pacing_burst_packets: 8,
             congestion: Arc::new(EcnAimdConfig::default()),
             host_budget: HostBudgetConfig::default(),

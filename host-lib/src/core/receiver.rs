@@ -109,6 +109,15 @@ impl FairShare {
             .count()
     }
 
+    /// What a sender that has not sent yet is given at `now` (Mb/s): the capacity split over
+    /// every known sender, or over the active ones and itself if they are more (the share
+    /// [`FairShare::compute`] hands such senders, capped by nothing but the capacity).
+    pub fn newcomer_mbps(&self, now: u64) -> u32 {
+        let expected = self.senders.values().filter(|s| s.expected).count();
+        let all = expected.max(self.active_count(now) + 1);
+        (self.capacity_mbps / all as u32).max(1)
+    }
+
     /// The current hint of a sender (Mb/s).
     pub fn hint(&self, conn: u32) -> Option<u32> {
         self.senders.get(&conn).map(|s| s.hint)

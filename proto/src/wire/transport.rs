@@ -282,7 +282,9 @@ pub struct CmRepr {
     /// Sender's line rate in Mb/s (for the receiver's fair-share computation).
     pub rate_mbps: u32,
     /// Completion mode of Tags 0–63: bit set = ordered. In a `TagModes` message: of Tags
-    /// `64·page .. 64·page + 63` (bit `i` is Tag `64·page + i`).
+    /// `64·page .. 64·page + 63` (bit `i` is Tag `64·page + i`). In a `Reply` (the modes are
+    /// the requester's own): the low 32 bits are the acceptor's first rate hint for the
+    /// requester in Mb/s, 0 for none (see [`CmRepr::reply_hint_mbps`]).
     pub tag_modes: u64,
 }
 
@@ -484,6 +486,15 @@ impl AckRepr {
 }
 
 impl CmRepr {
+    /// In a `Reply`: the rate the acceptor first grants the requester (its fair share of the
+    /// acceptor's inbound capacity among the senders it knows), in Mb/s; `None` in any other
+    /// kind or when the acceptor sent none. It lets an incast's senders start at their share
+    /// instead of with a full window each, before any ACK carries the hint.
+    pub fn reply_hint_mbps(&self) -> Option<u32> {
+        let hint = self.tag_modes as u32;
+        (self.kind == CmKind::Reply && hint > 0).then_some(hint)
+    }
+
     /// Parses a CM message from its 32 bytes (as carried in a CM event).
     pub fn parse_bytes(b: &[u8]) -> Result<Self, ParseError> {
         match TransportRepr::parse(Opcode::Cm, b)? {

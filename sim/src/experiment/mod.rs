@@ -108,6 +108,9 @@ pub struct Options {
     pub host_poll_ns: u64,
     /// ferroce: the host-wide in-flight cap and pacer over all connections of a host.
     pub host_budget: ferroce::core::HostBudgetConfig,
+    /// ferroce: requesters start at the rate hint of the acceptor's CM reply
+    /// (`TransportConfig::reply_hint`).
+    pub reply_hint: bool,
     /// ferroce: timeouts on one entropy before a flow moves to another (the library's
     /// default is 2; 1 moves at the first timeout).
     pub same_entropy_retries: u32,
@@ -146,6 +149,7 @@ impl Default for Options {
             min_window: 2,
             host_poll_ns: 500,
             host_budget: ferroce::core::HostBudgetConfig::default(),
+            reply_hint: true,
             backend: BackendKind::Model,
             seed: 1,
             quick: false,
@@ -226,6 +230,7 @@ impl Options {
                 ..Default::default()
             }),
             host_budget: self.host_budget,
+            reply_hint: self.reply_hint,
             ..TransportConfig::default()
         };
         FerroceConfig {

@@ -32,7 +32,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
         ],
         table: Table::new(&[
             "planes", "stack", "connections", "completion µs", "throughput Gb/s", "per host Gb/s",
-            "of P × line", "scaling vs 1 plane", "drops", "peak NIC queue KB", "resent", "verified MB", "done",
+            "of P × line", "scaling vs 1 plane", "drops", "peak NIC queue KB", "resent", "timeouts", "verified MB", "done",
         ]),
         plot: Plot {
             title: "All-to-all throughput vs planes".into(),
@@ -93,6 +93,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
                 r.drops_marks.0.to_string(),
                 f(r.max_nic_queue as f64 / 1e3, 0),
                 r.resent.to_string(),
+                r.timeouts.to_string(),
                 f(r.app.bytes_verified as f64 / 1e6, 1),
                 r.done_cell(),
             ]);
