@@ -65,6 +65,11 @@ pub trait Nic {
     /// Lets the NIC run up to time `now_ns`: a simulated NIC fetches descriptors and writes
     /// events; real hardware runs by itself and ignores this.
     fn poll(&mut self, now_ns: u64);
+    /// When a simulated NIC next has timed work of its own (an ACK timer), so that its driver
+    /// can [`Nic::poll`] it then; `None` when it has none or runs its own clock (hardware).
+    fn next_timer_ns(&mut self) -> Option<u64> {
+        None
+    }
 }
 
 /// The wire side of a simulated NIC.

@@ -47,6 +47,10 @@ impl Nic for ModelNic {
         self.fast_path.set_time(now_ns);
         self.fast_path.service_rings(&mut self.memory);
     }
+
+    fn next_timer_ns(&mut self) -> Option<u64> {
+        self.fast_path.next_ack_timer()
+    }
 }
 
 impl SimPort for ModelNic {

@@ -2028,6 +2028,11 @@ impl<N: Nic> Context<N> {
             }
         }
         self.dev.nic().poll(now);
+        // A simulated NIC's ACK timers: wake then, or the ACK would wait for other news.
+        if let Some(t) = self.dev.nic().next_timer_ns() {
+            let t = t.max(now + 1);
+            wake = Some(wake.map_or(t, |w| w.min(t)));
+        }
         if self
             .conns
             .iter()

@@ -151,6 +151,14 @@ impl FastPath {
         self.poll_ack_timers();
     }
 
+    /// The earliest pending ACK timer's deadline (ns), if any: when [`Self::poll_ack_timers`]
+    /// next may have an ACK to send (it may then find the timer re-armed for later).
+    pub fn next_ack_timer(&self) -> Option<u64> {
+        self.ack_timers
+            .peek()
+            .map(|&Reverse((deadline, ..))| deadline)
+    }
+
     /// Sends the ACK of every flow whose ACK timer has expired at the current time: a flow
     /// holding consumed, unacknowledged packets, the oldest of which arrived at least
     /// `ACK_DELAY_NS` ago. The ACK carries the flow's current state, leaves on the entropy of
