@@ -10,17 +10,14 @@
 use crate::Backend;
 use anyhow::{Context as _, bail, ensure};
 use ferroce::{
-    AcceptOptions, Access, CmEvent, ConnId, ConnState, ConnectOptions, ConnectionStats, Context,
-    Cq, DeviceConfig, MemoryRegion, PathOptions, Pd, RecvRequest, SendRequest, WcOpcode, WcStatus,
-    WorkCompletion, WriteRequest,
+    Access, ConnState, ConnectOptions, ConnectionStats, Context, DeviceConfig, MemoryRegion,
+    PathOptions, RecvRequest, SendRequest, WcOpcode, WcStatus, WorkCompletion, WriteRequest,
 };
-use ferroce_driver::SimPort;
 use ferroce_proto::hsi::TableSizes;
-use ferroce_proto::wire::EthernetAddress;
 use ferroce_sim::backend::AnyNic;
-use ferroce_sim::link::{Link, LinkConfig, LinkStats, Side};
+use ferroce_sim::link::{Link, LinkConfig, LinkStats};
+use ferroce_sim::pair::{Node, Pair};
 use std::io::IsTerminal;
-use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 /// perftest's MB: 2^20 bytes.
@@ -215,170 +212,87 @@ fn plan(test: Test, a: &PerfArgs) -> anyhow::Result<Plan> {
 
 // ---- the two-node simulation ----
 
-struct Node {
-    ctx: Context<AnyNic>,
-    pd: Pd,
-    scq: Cq,
-    rcq: Cq,
-    mac: EthernetAddress,
-    ip: IpAddr,
-    conn: Option<ConnId>,
-    send_wcs: Vec<WorkCompletion>,
-    recv_wcs: Vec<WorkCompletion>,
+/// A node of the run: the library on the chosen backend, tables sized for `tx-depth`.
+fn node(last: u8, p: &Plan) -> anyhow::Result<Node> {
+    let (mac, ip) = Node::address(last);
+    let mut dc = DeviceConfig::new(mac, ip);
+    dc.fsn_seed = (p.seed as u32).wrapping_mul(0x9e37_79b9) ^ last as u32;
+    let mbps = (p.rate_gbps * 1e3).round().clamp(100.0, u32::MAX as f64) as u32;
+    dc.transport.line_rate_mbps = mbps;
+    dc.inbound_capacity_mbps = mbps;
+    // The default tables keep 8 messages per Tag in progress and 16 posted receives per
+    // Tag; a benchmark with `tx-depth` outstanding needs that many of both.
+    let slots = p.depth.next_power_of_two();
+    let sizes = TableSizes {
+        connections: 16,
+        tags: 16,
+        msg_slots: slots.max(8),
+        recv_depth: slots.max(16),
+        ..TableSizes::default()
+    };
+    let nic = match p.backend {
+        Backend::Model => AnyNic::model(sizes),
+        Backend::Rtl => AnyNic::rtl()?,
+    };
+    Ok(Node::new(last, nic, dc)?)
 }
 
-impl Node {
-    fn new(last: u8, p: &Plan) -> anyhow::Result<Node> {
-        let mac = EthernetAddress([2, 0, 0, 0, 0, last]);
-        let ip: IpAddr = format!("10.0.0.{last}").parse()?;
-        let mut dc = DeviceConfig::new(mac, ip);
-        dc.fsn_seed = (p.seed as u32).wrapping_mul(0x9e37_79b9) ^ last as u32;
-        let mbps = (p.rate_gbps * 1e3).round().clamp(100.0, u32::MAX as f64) as u32;
-        dc.transport.line_rate_mbps = mbps;
-        dc.inbound_capacity_mbps = mbps;
-        // The default tables keep 8 messages per Tag in progress and 16 posted receives per
-        // Tag; a benchmark with `tx-depth` outstanding needs that many of both.
-        let slots = p.depth.next_power_of_two();
-        let sizes = TableSizes {
-            connections: 16,
-            tags: 16,
-            msg_slots: slots.max(8),
-            recv_depth: slots.max(16),
-            ..TableSizes::default()
-        };
-        let nic = match p.backend {
-            Backend::Model => AnyNic::model(sizes),
-            Backend::Rtl => AnyNic::rtl()?,
-        };
-        let mut ctx = Context::open(nic, dc)?;
-        let pd = ctx.alloc_pd();
-        let scq = ctx.create_cq(1 << 16)?;
-        let rcq = ctx.create_cq(1 << 16)?;
-        Ok(Node {
-            ctx,
-            pd,
-            scq,
-            rcq,
-            mac,
-            ip,
-            conn: None,
-            send_wcs: Vec::new(),
-            recv_wcs: Vec::new(),
-        })
-    }
-
-    fn conn(&self) -> ConnId {
-        self.conn.expect("connected")
-    }
-
-    fn handle_cm(&mut self) -> anyhow::Result<()> {
-        while let Some(ev) = self.ctx.poll_cm() {
-            match ev {
-                CmEvent::ConnectRequest(req) => {
-                    let opts = AcceptOptions::new(self.pd, self.scq, self.rcq);
-                    self.conn = Some(self.ctx.accept(&req, &opts)?);
-                }
-                CmEvent::Established(_) => {}
-                CmEvent::Failed(c, r) => bail!("connection {} failed: {r:?}", c.id()),
-                CmEvent::Disconnected(c) => bail!("connection {} disconnected", c.id()),
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Two nodes (A requests, B accepts) joined by the link, on simulated time.
+/// Two nodes (A requests, B accepts) joined by the link, on simulated time
+/// ([`ferroce_sim::pair::Pair`]), with when the last idle step asked to be called next.
 struct Sim {
-    a: Node,
-    b: Node,
-    link: Link,
-    now: u64,
-    /// When the last idle step asked to be called next.
+    pair: Pair,
     wake: u64,
 }
 
 impl Sim {
     fn connect(p: &Plan) -> anyhow::Result<Sim> {
-        let mut s = Sim {
-            a: Node::new(1, p)?,
-            b: Node::new(2, p)?,
-            link: Link::new(p.link.clone()),
-            now: 0,
-            wake: 0,
-        };
-        s.b.ctx.listen(true);
-        let mut opts = ConnectOptions::new(s.a.pd, s.a.scq, s.a.rcq, s.b.mac, s.b.ip);
+        let (a, b) = (node(1, p)?, node(2, p)?);
+        let mut opts = ConnectOptions::new(a.pd, a.scq, a.rcq, b.mac, b.ip);
         opts.mtu = p.mtu;
         opts.paths = PathOptions {
             count: p.paths,
             ..PathOptions::default()
         };
-        s.a.conn = Some(s.a.ctx.connect(&opts)?);
+        let pair = Pair::connect(a, b, Link::new(p.link.clone()), opts)?;
+        let mut s = Sim { pair, wake: 0 };
         let end = 50_000_000;
         loop {
             if !s.step()? {
                 s.advance();
             }
-            if let Some(cb) = s.b.conn
-                && s.a.ctx.conn_state(s.a.conn())? == ConnState::Ready
-                && s.b.ctx.conn_state(cb)? == ConnState::Ready
+            if let Some(cb) = s.pair.b.conn
+                && s.pair.a.ctx.conn_state(s.pair.a.conn())? == ConnState::Ready
+                && s.pair.b.ctx.conn_state(cb)? == ConnState::Ready
             {
                 return Ok(s);
             }
-            ensure!(s.now < end, "connection not established after 50 ms");
+            ensure!(s.pair.now < end, "connection not established after 50 ms");
         }
     }
 
     /// Both contexts make progress, frames go on the link, due frames are delivered, CQs are
     /// drained, all at the current time. Returns whether anything arrived (frames or
     /// completions): then the caller reacts and steps again at the same time; otherwise it
-    /// calls [`Sim::advance`].
+    /// calls [`Sim::advance`]. A failed or disconnected connection ends the run.
     fn step(&mut self) -> anyhow::Result<bool> {
-        let now = self.now;
-        let wa = self.a.ctx.progress(now)?;
-        let wb = self.b.ctx.progress(now)?;
-        self.a.handle_cm()?;
-        self.b.handle_cm()?;
-        for side in [Side::A, Side::B] {
-            let node = if side == Side::A {
-                &mut self.a
-            } else {
-                &mut self.b
-            };
-            while let Some(frame) = node.ctx.nic_mut().transmit_frame() {
-                self.link.send(now, side, frame);
+        let step = self.pair.step()?;
+        for n in [&self.pair.a, &self.pair.b] {
+            if let Some((c, r)) = n.failed.first() {
+                bail!("connection {} failed: {r:?}", c.id());
+            }
+            if let Some(c) = n.disconnected.first() {
+                bail!("connection {} disconnected", c.id());
             }
         }
-        let mut delivered = false;
-        while let Some((_, side, frame)) = self.link.deliver(now) {
-            let node = if side == Side::A {
-                &mut self.a
-            } else {
-                &mut self.b
-            };
-            node.ctx.nic_mut().receive_frame(&frame);
-            delivered = true;
-        }
-        let mut completions = 0;
-        for n in [&mut self.a, &mut self.b] {
-            completions += n.ctx.poll_cq(n.scq, usize::MAX, &mut n.send_wcs)?;
-            completions += n.ctx.poll_cq(n.rcq, usize::MAX, &mut n.recv_wcs)?;
-        }
-        self.wake = [wa, wb, self.link.next_delivery()]
-            .into_iter()
-            .flatten()
-            .min()
-            .unwrap_or(now + 10_000)
-            .max(now + 1);
-        Ok(delivered || completions > 0)
+        self.wake = step.wake;
+        Ok(step.delivered || step.completions > 0)
     }
 
-    /// Moves time to the next thing that happens (after an idle [`Sim::step`]).
     /// Lets trailing ACKs settle (up to 50 us of simulated time) so the counters are close
     /// to final.
     fn settle(&mut self) -> anyhow::Result<()> {
-        let until = self.now + 50_000;
-        while self.now < until && self.link.next_delivery().is_some() {
+        let until = self.pair.now + 50_000;
+        while self.pair.now < until && self.pair.link.next_delivery().is_some() {
             if !self.step()? {
                 self.advance();
             }
@@ -386,8 +300,9 @@ impl Sim {
         Ok(())
     }
 
+    /// Moves time to the next thing that happens (after an idle [`Sim::step`]).
     fn advance(&mut self) {
-        self.now = self.wake.max(self.now + 1);
+        self.pair.now = self.wake.max(self.pair.now + 1);
     }
 }
 
@@ -529,13 +444,13 @@ impl Totals {
     }
 
     fn add_sim(&mut self, sim: &Sim, t0: u64) -> anyhow::Result<()> {
-        self.add_conn(&sim.a.ctx.conn_stats(sim.a.conn())?);
-        self.add_conn(&sim.b.ctx.conn_stats(sim.b.conn())?);
-        let l = sim.link.stats();
+        self.add_conn(&sim.pair.a.ctx.conn_stats(sim.pair.a.conn())?);
+        self.add_conn(&sim.pair.b.ctx.conn_stats(sim.pair.b.conn())?);
+        let l = sim.pair.link.stats();
         self.link.sent += l.sent;
         self.link.lost += l.lost;
         self.link.marked += l.marked;
-        self.sim_ns += sim.now - t0;
+        self.sim_ns += sim.pair.now - t0;
         Ok(())
     }
 }
@@ -566,24 +481,24 @@ fn run_bw(
     prog: &mut Progress,
 ) -> anyhow::Result<Run> {
     let mut sim = Sim::connect(p)?;
-    let t_start = sim.now;
+    let t_start = sim.pair.now;
     let send = p.test == Test::SendBw;
     let slots = ring_slots(size, iters, p.depth);
     let ring = slots * size as u64;
-    let src = sim.a.ctx.reg_mr(sim.a.pd, ring, Access::NONE)?;
+    let src = sim.pair.a.ctx.reg_mr(sim.pair.a.pd, ring, Access::NONE)?;
     let dst_access = if send {
         Access::LOCAL_WRITE
     } else {
         Access::REMOTE_WRITE
     };
-    let dst = sim.b.ctx.reg_mr(sim.b.pd, ring, dst_access)?;
-    let (ca, cb) = (sim.a.conn(), sim.b.conn());
+    let dst = sim.pair.b.ctx.reg_mr(sim.pair.b.pd, ring, dst_access)?;
+    let (ca, cb) = (sim.pair.a.conn(), sim.pair.b.conn());
     let mut buf = vec![0u8; size as usize];
     if !p.verify {
         // One pattern per slot, written once.
         for s in 0..slots {
             pattern(p.seed, 0, s, &mut buf);
-            sim.a.ctx.write_mr(&src, s * size as u64, &buf)?;
+            sim.pair.a.ctx.write_mr(&src, s * size as u64, &buf)?;
         }
     }
     // Expected CRC-32 per iteration (kept until the iteration is checked).
@@ -594,12 +509,12 @@ fn run_bw(
     let (mut n_posted, mut n_done) = (0u64, 0u64);
     // Send-bw: receives posted (receive k takes Send k), and receives checked.
     let (mut n_recv_posted, mut n_recv_done) = (0u64, 0u64);
-    let mut last_progress = sim.now;
+    let mut last_progress = sim.pair.now;
     loop {
         if send {
             while n_recv_posted < iters && n_recv_posted - n_recv_done < slots {
                 let k = n_recv_posted;
-                sim.b.ctx.post_recv(
+                sim.pair.b.ctx.post_recv(
                     cb,
                     &RecvRequest {
                         wr_id: k,
@@ -620,11 +535,11 @@ fn run_bw(
             if p.verify {
                 pattern(p.seed, 0, i, &mut buf);
                 crc[i as usize] = crc32fast::hash(&buf);
-                sim.a.ctx.write_mr(&src, off, &buf)?;
+                sim.pair.a.ctx.write_mr(&src, off, &buf)?;
             }
             let sge = src.sge(off, size);
             if send {
-                sim.a.ctx.post_send(
+                sim.pair.a.ctx.post_send(
                     ca,
                     &SendRequest {
                         wr_id: i,
@@ -636,7 +551,7 @@ fn run_bw(
                     },
                 )?;
             } else {
-                sim.a.ctx.post_write(
+                sim.pair.a.ctx.post_write(
                     ca,
                     &WriteRequest {
                         wr_id: i,
@@ -650,15 +565,15 @@ fn run_bw(
                 )?;
             }
             slot_busy[slot as usize] = true;
-            posted[i as usize] = sim.now;
+            posted[i as usize] = sim.pair.now;
             n_posted += 1;
         }
         if n_done == iters && (!send || n_recv_done == iters) {
             break;
         }
         let busy = sim.step()?;
-        let now = sim.now;
-        for wc in std::mem::take(&mut sim.a.send_wcs) {
+        let now = sim.pair.now;
+        for wc in std::mem::take(&mut sim.pair.a.send_wcs) {
             check_wc(&wc, "sender")?;
             let i = wc.wr_id;
             ensure!(
@@ -675,7 +590,7 @@ fn run_bw(
                 if p.verify {
                     let off = (i % slots) * size as u64;
                     tot.verify.check(
-                        &mut sim.b.ctx,
+                        &mut sim.pair.b.ctx,
                         &dst,
                         off,
                         crc[i as usize],
@@ -686,7 +601,7 @@ fn run_bw(
                 slot_busy[(i % slots) as usize] = false;
             }
         }
-        for wc in std::mem::take(&mut sim.b.recv_wcs) {
+        for wc in std::mem::take(&mut sim.pair.b.recv_wcs) {
             check_wc(&wc, "receiver")?;
             ensure!(
                 send && wc.opcode == WcOpcode::Recv,
@@ -704,15 +619,19 @@ fn run_bw(
             );
             if p.verify {
                 let off = (k % slots) * size as u64;
-                tot.verify
-                    .check(&mut sim.b.ctx, &dst, off, crc[k as usize], &mut buf, || {
-                        format!("Send {k} in receive buffer at offset {off}")
-                    })?;
+                tot.verify.check(
+                    &mut sim.pair.b.ctx,
+                    &dst,
+                    off,
+                    crc[k as usize],
+                    &mut buf,
+                    || format!("Send {k} in receive buffer at offset {off}"),
+                )?;
             }
             n_recv_done += 1;
         }
-        sim.b.send_wcs.clear();
-        sim.a.recv_wcs.clear();
+        sim.pair.b.send_wcs.clear();
+        sim.pair.a.recv_wcs.clear();
         ensure!(
             now - last_progress < STUCK_NS,
             "no completion for {} ms of simulated time ({n_done} of {iters} done)",
@@ -748,15 +667,26 @@ fn run_lat(
     prog: &mut Progress,
 ) -> anyhow::Result<Run> {
     let mut sim = Sim::connect(p)?;
-    let t_start = sim.now;
+    let t_start = sim.pair.now;
     let len = size as u64;
-    let a_src = sim.a.ctx.reg_mr(sim.a.pd, len, Access::NONE)?;
-    let a_dst = sim.a.ctx.reg_mr(sim.a.pd, len, Access::REMOTE_WRITE)?;
-    let b_src = sim.b.ctx.reg_mr(sim.b.pd, len, Access::NONE)?;
-    let b_dst = sim.b.ctx.reg_mr(sim.b.pd, len, Access::REMOTE_WRITE)?;
-    let (ca, cb) = (sim.a.conn(), sim.b.conn());
+    let a_src = sim.pair.a.ctx.reg_mr(sim.pair.a.pd, len, Access::NONE)?;
+    let a_dst = sim
+        .pair
+        .a
+        .ctx
+        .reg_mr(sim.pair.a.pd, len, Access::REMOTE_WRITE)?;
+    let b_src = sim.pair.b.ctx.reg_mr(sim.pair.b.pd, len, Access::NONE)?;
+    let b_dst = sim
+        .pair
+        .b
+        .ctx
+        .reg_mr(sim.pair.b.pd, len, Access::REMOTE_WRITE)?;
+    let (ca, cb) = (sim.pair.a.conn(), sim.pair.b.conn());
     let mut buf = vec![0u8; size as usize];
-    for (ctx, mr, side) in [(&mut sim.a.ctx, &a_src, 0), (&mut sim.b.ctx, &b_src, 1)] {
+    for (ctx, mr, side) in [
+        (&mut sim.pair.a.ctx, &a_src, 0),
+        (&mut sim.pair.b.ctx, &b_src, 1),
+    ] {
         pattern(p.seed, side, 0, &mut buf);
         ctx.write_mr(mr, 0, &buf)?;
     }
@@ -768,7 +698,7 @@ fn run_lat(
     let mut i = 0u64;
     let mut t0 = 0u64;
     let mut in_flight = false;
-    let mut last_progress = sim.now;
+    let mut last_progress = sim.pair.now;
     loop {
         if !in_flight {
             if i == iters {
@@ -777,9 +707,9 @@ fn run_lat(
             if p.verify {
                 pattern(p.seed, 0, i, &mut buf);
                 ping_crc = crc32fast::hash(&buf);
-                sim.a.ctx.write_mr(&a_src, 0, &buf)?;
+                sim.pair.a.ctx.write_mr(&a_src, 0, &buf)?;
             }
-            sim.a.ctx.post_write(
+            sim.pair.a.ctx.post_write(
                 ca,
                 &WriteRequest {
                     wr_id: i,
@@ -791,18 +721,18 @@ fn run_lat(
                     signaled: true,
                 },
             )?;
-            t0 = sim.now;
+            t0 = sim.pair.now;
             in_flight = true;
         }
         let busy = sim.step()?;
-        let now = sim.now;
-        for wc in std::mem::take(&mut sim.a.send_wcs)
+        let now = sim.pair.now;
+        for wc in std::mem::take(&mut sim.pair.a.send_wcs)
             .iter()
-            .chain(&std::mem::take(&mut sim.b.send_wcs))
+            .chain(&std::mem::take(&mut sim.pair.b.send_wcs))
         {
             check_wc(wc, "sender")?;
         }
-        for wc in std::mem::take(&mut sim.b.recv_wcs) {
+        for wc in std::mem::take(&mut sim.pair.b.recv_wcs) {
             check_wc(&wc, "B")?;
             ensure!(
                 wc.opcode == WcOpcode::RecvWriteImm && wc.imm == Some(i as u32),
@@ -815,14 +745,14 @@ fn run_lat(
             );
             if p.verify {
                 tot.verify
-                    .check(&mut sim.b.ctx, &b_dst, 0, ping_crc, &mut buf, || {
+                    .check(&mut sim.pair.b.ctx, &b_dst, 0, ping_crc, &mut buf, || {
                         format!("ping {i} in B's buffer")
                     })?;
                 pattern(p.seed, 1, i, &mut buf);
                 pong_crc = crc32fast::hash(&buf);
-                sim.b.ctx.write_mr(&b_src, 0, &buf)?;
+                sim.pair.b.ctx.write_mr(&b_src, 0, &buf)?;
             }
-            sim.b.ctx.post_write(
+            sim.pair.b.ctx.post_write(
                 cb,
                 &WriteRequest {
                     wr_id: i,
@@ -835,7 +765,7 @@ fn run_lat(
                 },
             )?;
         }
-        for wc in std::mem::take(&mut sim.a.recv_wcs) {
+        for wc in std::mem::take(&mut sim.pair.a.recv_wcs) {
             check_wc(&wc, "A")?;
             ensure!(
                 wc.opcode == WcOpcode::RecvWriteImm && wc.imm == Some(i as u32),
@@ -848,7 +778,7 @@ fn run_lat(
             );
             if p.verify {
                 tot.verify
-                    .check(&mut sim.a.ctx, &a_dst, 0, pong_crc, &mut buf, || {
+                    .check(&mut sim.pair.a.ctx, &a_dst, 0, pong_crc, &mut buf, || {
                         format!("pong {i} in A's buffer")
                     })?;
             }
@@ -1086,8 +1016,8 @@ mod tests {
     /// passes, one flipped byte fails.
     #[test]
     fn verify_catches_a_corrupted_byte() {
-        let mac = EthernetAddress([2, 0, 0, 0, 0, 9]);
-        let dc = DeviceConfig::new(mac, "10.0.0.9".parse().unwrap());
+        let (mac, ip) = Node::address(9);
+        let dc = DeviceConfig::new(mac, ip);
         let mut ctx = Context::open(AnyNic::model(TableSizes::default()), dc).unwrap();
         let pd = ctx.alloc_pd();
         let mr = ctx.reg_mr(pd, 8192, Access::LOCAL_WRITE).unwrap();

@@ -15,6 +15,8 @@
 //!   table: each block on its own, and the whole core as [`rtl::nic::RtlNic`] behind
 //!   `ferroce_driver::Nic` + `SimPort`, held to the model by `tests/tests/rtl_nic.rs`.
 //! - [`backend`]: [`backend::AnyNic`], the model or the RTL chosen at run time.
+//! - [`pair`]: two host-library nodes joined by a [`link`], stepped on simulated time (the
+//!   two-node tests and the perftest-style commands).
 //!
 //! - [`fabric`]: the packet-level fabric simulator (leaf-spine planes, ECN switches, loss,
 //!   failures) with ferroce hosts; [`roce`]: the RoCEv2 baseline endpoint; [`experiment`]: the
@@ -24,6 +26,7 @@ pub mod backend;
 pub mod experiment;
 pub mod fabric;
 pub mod link;
+pub mod pair;
 pub mod rng;
 pub mod roce;
 pub mod rtl;

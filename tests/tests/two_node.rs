@@ -10,19 +10,16 @@
 //! `FERROCE_LONG=1` runs bigger workloads over more seeds.
 
 use ferroce::{
-    AcceptOptions, Access, CmEvent, ConnId, ConnState, ConnectOptions, ConnectRequest,
-    ConnectionShape, Context, Cq, DeviceConfig, FailReason, MemoryRegion, PathOptions, Pd,
-    RecvRequest, SendRequest, TagMode, WcOpcode, WcStatus, WorkCompletion, WriteRequest,
+    Access, ConnId, ConnState, ConnectOptions, ConnectionShape, DeviceConfig, FailReason,
+    MemoryRegion, PathOptions, RecvRequest, SendRequest, TagMode, WcOpcode, WcStatus,
+    WorkCompletion, WriteRequest,
 };
-use ferroce_driver::SimPort;
 use ferroce_proto::hsi::TableSizes;
-use ferroce_proto::wire::{
-    CmKind, CmRepr, EthernetAddress, FrameRepr, ROCEV2_UDP_PORT, TransportRepr, parse_frame,
-};
+use ferroce_proto::wire::{CmKind, CmRepr, FrameRepr, ROCEV2_UDP_PORT, TransportRepr, parse_frame};
 use ferroce_sim::backend::AnyNic;
 use ferroce_sim::link::{Link, LinkConfig, Side, path_of};
+use ferroce_sim::pair::{self, AcceptLimits, Node};
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::net::IpAddr;
 
 thread_local! {
     /// Set by [`on_rtl`]: every node this test thread opens runs the RTL core.
@@ -61,58 +58,18 @@ fn fill(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
-struct Node {
-    ctx: Context<AnyNic>,
-    pd: Pd,
-    scq: Cq,
-    rcq: Cq,
-    mac: EthernetAddress,
-    ip: IpAddr,
-    conn: Option<ConnId>,
-    send_wcs: Vec<WorkCompletion>,
-    recv_wcs: Vec<WorkCompletion>,
-    failed: Vec<(ConnId, FailReason)>,
-    disconnected: Vec<ConnId>,
-    established: Vec<ConnId>,
-    /// Connection requests this node saw (as the acceptor).
-    requests: Vec<ConnectRequest>,
-    /// Limits of this node's accepts: paths, MTU, Tags.
-    accept_limits: (Option<u16>, Option<u32>, Option<u16>),
-}
-
-impl Node {
-    fn new(last: u8, cfg: impl FnOnce(&mut DeviceConfig)) -> Node {
-        let mac = EthernetAddress([2, 0, 0, 0, 0, last]);
-        let ip: IpAddr = format!("10.0.0.{last}").parse().unwrap();
-        let mut dc = DeviceConfig::new(mac, ip);
-        dc.fsn_seed = 0xabc0 + last as u32;
-        cfg(&mut dc);
-        let nic = if RTL.with(|r| r.get()) {
-            AnyNic::rtl().expect("RTL backend")
-        } else {
-            AnyNic::model(TableSizes::default())
-        };
-        let mut ctx = Context::open(nic, dc).unwrap();
-        let pd = ctx.alloc_pd();
-        let scq = ctx.create_cq(1 << 16).unwrap();
-        let rcq = ctx.create_cq(1 << 16).unwrap();
-        Node {
-            ctx,
-            pd,
-            scq,
-            rcq,
-            mac,
-            ip,
-            conn: None,
-            send_wcs: vec![],
-            recv_wcs: vec![],
-            failed: vec![],
-            disconnected: vec![],
-            established: vec![],
-            requests: vec![],
-            accept_limits: (None, None, None),
-        }
-    }
+/// Node `last` on the backend of this test (the model, or the RTL under [`on_rtl`]).
+fn node(last: u8, cfg: impl FnOnce(&mut DeviceConfig)) -> Node {
+    let (mac, ip) = Node::address(last);
+    let mut dc = DeviceConfig::new(mac, ip);
+    dc.fsn_seed = 0xabc0 + last as u32;
+    cfg(&mut dc);
+    let nic = if RTL.with(|r| r.get()) {
+        AnyNic::rtl().expect("RTL backend")
+    } else {
+        AnyNic::model(TableSizes::default())
+    };
+    Node::new(last, nic, dc).unwrap()
 }
 
 /// What the link did to data and control frames, by direction.
@@ -157,8 +114,8 @@ struct PairConfig {
     paths: u16,
     mtu: u32,
     transport: Box<dyn Fn(&mut DeviceConfig)>,
-    /// B's accept limits: paths, MTU, Tags.
-    accept_limits: (Option<u16>, Option<u32>, Option<u16>),
+    /// B's accept limits.
+    accept_limits: AcceptLimits,
     tamper: Option<Tamper>,
 }
 
@@ -170,7 +127,7 @@ impl Default for PairConfig {
             paths: 4,
             mtu: 1024,
             transport: Box::new(|_| {}),
-            accept_limits: (None, None, None),
+            accept_limits: AcceptLimits::default(),
             tamper: None,
         }
     }
@@ -191,9 +148,9 @@ impl Pair {
 
     /// Two nodes, A's connect issued (nothing has run yet).
     fn start(mut cfg: PairConfig) -> Pair {
-        let a = Node::new(1, &cfg.transport);
-        let mut b = Node::new(2, &cfg.transport);
-        b.accept_limits = cfg.accept_limits;
+        let a = node(1, &cfg.transport);
+        let mut b = node(2, &cfg.transport);
+        b.accept = cfg.accept_limits;
         let mut p = Pair {
             a,
             b,
@@ -225,103 +182,57 @@ impl Pair {
         self.b.conn.unwrap()
     }
 
-    fn handle_cm(node: &mut Node) {
-        while let Some(ev) = node.ctx.poll_cm() {
-            match ev {
-                CmEvent::ConnectRequest(req) => {
-                    let (max_paths, max_mtu, max_tags) = node.accept_limits;
-                    let opts = AcceptOptions {
-                        max_paths,
-                        max_mtu,
-                        max_tags,
-                        ..AcceptOptions::new(node.pd, node.scq, node.rcq)
-                    };
-                    node.conn = Some(node.ctx.accept(&req, &opts).unwrap());
-                    node.requests.push(req);
-                }
-                CmEvent::Established(c) => {
-                    assert!(node.conn == Some(c) || node.conn.is_none());
-                    node.established.push(c);
-                }
-                CmEvent::Failed(c, r) => node.failed.push((c, r)),
-                CmEvent::Disconnected(c) => node.disconnected.push(c),
-            }
-        }
-    }
-
     /// One step: both contexts make progress, frames go on the link, due frames are delivered,
     /// CQs are drained; then time advances to the next thing that happens.
     fn step(&mut self) {
         self.steps += 1;
         let now = self.now;
-        let wa = self.a.ctx.progress(now).unwrap();
-        let wb = self.b.ctx.progress(now).unwrap();
-        Self::handle_cm(&mut self.a);
-        Self::handle_cm(&mut self.b);
-        for side in [Side::A, Side::B] {
-            let node = if side == Side::A {
-                &mut self.a
-            } else {
-                &mut self.b
+        let (tamper, wire, a_frames) = (&mut self.tamper, &mut self.wire, &mut self.a_frames);
+        let mut send = |link: &mut Link, now: u64, side: Side, frame: Vec<u8>| {
+            let frame = match tamper.as_mut() {
+                Some(t) => match t(side, frame) {
+                    Some(f) => f,
+                    None => return,
+                },
+                None => frame,
             };
-            while let Some(frame) = node.ctx.nic_mut().transmit_frame() {
-                let frame = match self.tamper.as_mut() {
-                    Some(t) => match t(side, frame) {
-                        Some(f) => f,
-                        None => continue,
-                    },
-                    None => frame,
+            let info = parse_frame(&frame, ROCEV2_UDP_PORT).ok().map(|f| {
+                let d = match f.transport {
+                    TransportRepr::Data(d) => Some((d.tag, d.flow, f.payload.len())),
+                    _ => None,
                 };
-                let info = parse_frame(&frame, ROCEV2_UDP_PORT).ok().map(|f| {
-                    let d = match f.transport {
-                        TransportRepr::Data(d) => Some((d.tag, d.flow, f.payload.len())),
-                        _ => None,
-                    };
-                    (d, f.udp.src_port)
-                });
-                let fate = self.link.send(now, side, frame);
-                match info {
-                    Some((Some((tag, flow, payload_len)), sport)) => {
-                        if side == Side::A {
-                            self.wire.data_sent += 1;
-                            self.wire.data_lost += fate.lost as u64;
-                            self.a_frames.push(DataFrame {
-                                time: now,
-                                tag,
-                                path: path_of(sport, self.link.config().paths),
-                                flow,
-                                payload_len,
-                            });
-                        }
-                    }
-                    _ => {
-                        self.wire.ctrl_sent += 1;
-                        self.wire.ctrl_lost += fate.lost as u64;
+                (d, f.udp.src_port)
+            });
+            let fate = link.send(now, side, frame);
+            match info {
+                Some((Some((tag, flow, payload_len)), sport)) => {
+                    if side == Side::A {
+                        wire.data_sent += 1;
+                        wire.data_lost += fate.lost as u64;
+                        a_frames.push(DataFrame {
+                            time: now,
+                            tag,
+                            path: path_of(sport, link.config().paths),
+                            flow,
+                            payload_len,
+                        });
                     }
                 }
+                _ => {
+                    wire.ctrl_sent += 1;
+                    wire.ctrl_lost += fate.lost as u64;
+                }
             }
+        };
+        let step = pair::step(&mut self.a, &mut self.b, &mut self.link, now, &mut send).unwrap();
+        for n in [&self.a, &self.b] {
+            assert!(
+                n.established.last().is_none_or(|&c| n.conn == Some(c)),
+                "established a connection that is not the node's"
+            );
         }
-        let mut delivered = false;
-        while let Some((_, side, frame)) = self.link.deliver(now) {
-            let node = if side == Side::A {
-                &mut self.a
-            } else {
-                &mut self.b
-            };
-            node.ctx.nic_mut().receive_frame(&frame);
-            delivered = true;
-        }
-        for n in [&mut self.a, &mut self.b] {
-            n.ctx.poll_cq(n.scq, usize::MAX, &mut n.send_wcs).unwrap();
-            n.ctx.poll_cq(n.rcq, usize::MAX, &mut n.recv_wcs).unwrap();
-        }
-        if !delivered {
-            let next = [wa, wb, self.link.next_delivery()]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(now + 10_000);
-            self.now = next.max(now + 1);
+        if !step.delivered {
+            self.now = step.wake;
         }
     }
 
@@ -1410,7 +1321,11 @@ fn the_acceptor_grants_fewer_paths_a_smaller_mtu_and_fewer_tags() {
         tags: modes.clone(),
         paths: 8,
         mtu: 4096,
-        accept_limits: (Some(2), Some(1024), Some(4)),
+        accept_limits: AcceptLimits {
+            max_paths: Some(2),
+            max_mtu: Some(1024),
+            max_tags: Some(4),
+        },
         ..PairConfig::default()
     });
     let ca = p.ca();
