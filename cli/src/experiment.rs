@@ -98,6 +98,10 @@ pub struct ExperimentArgs {
     /// full windows until the first ACK's hint.
     #[arg(long)]
     pub no_reply_hint: bool,
+    /// ferroce: the library does not wake for the NIC's ACK timers (a delayed ACK then leaves
+    /// with the next news, as with the RTL backend, whose timers are not visible).
+    #[arg(long)]
+    pub no_nic_timer_wake: bool,
     /// Hosts (the experiment's default if not given).
     #[arg(long)]
     pub hosts: Option<u32>,
@@ -148,6 +152,7 @@ impl ExperimentArgs {
                 pacing_min_active: self.host_pacing_min_active,
             },
             reply_hint: !self.no_reply_hint,
+            nic_timer_wake: !self.no_nic_timer_wake,
             backend: self.backend.into(),
             seed: self.seed,
             quick: self.quick,

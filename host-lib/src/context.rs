@@ -371,6 +371,11 @@ pub struct DeviceConfig {
     pub cm_pending_tag_sets: usize,
     /// Seeds the initial FSNs.
     pub fsn_seed: u32,
+    /// [`Context::progress`] also wakes for the NIC's own timers ([`Nic::next_timer_ns`]: a
+    /// simulated NIC's ACK timers), so that a delayed ACK leaves on time rather than with the
+    /// next news. Comparisons between a NIC that reports its timers and one that does not
+    /// (the RTL core today) turn it off.
+    pub nic_timer_wake: bool,
     /// Transport knobs.
     pub transport: TransportConfig,
 }
@@ -390,6 +395,7 @@ impl DeviceConfig {
             cm_retries: 40,
             cm_pending_tag_sets: 64,
             fsn_seed: 0x00ff_ff00,
+            nic_timer_wake: true,
             transport: TransportConfig::default(),
         }
     }
@@ -2029,7 +2035,12 @@ impl<N: Nic> Context<N> {
         }
         self.dev.nic().poll(now);
         // A simulated NIC's ACK timers: wake then, or the ACK would wait for other news.
-        if let Some(t) = self.dev.nic().next_timer_ns() {
+        if let Some(t) = self
+            .cfg
+            .nic_timer_wake
+            .then(|| self.dev.nic().next_timer_ns())
+            .flatten()
+        {
             let t = t.max(now + 1);
             wake = Some(wake.map_or(t, |w| w.min(t)));
         }

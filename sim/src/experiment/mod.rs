@@ -111,6 +111,9 @@ pub struct Options {
     /// ferroce: requesters start at the rate hint of the acceptor's CM reply
     /// (`TransportConfig::reply_hint`).
     pub reply_hint: bool,
+    /// ferroce: the library wakes for the NIC's ACK timers (`DeviceConfig::nic_timer_wake`;
+    /// the model reports them, the RTL core does not yet).
+    pub nic_timer_wake: bool,
     /// ferroce: timeouts on one entropy before a flow moves to another (the library's
     /// default is 2; 1 moves at the first timeout).
     pub same_entropy_retries: u32,
@@ -150,6 +153,7 @@ impl Default for Options {
             host_poll_ns: 500,
             host_budget: ferroce::core::HostBudgetConfig::default(),
             reply_hint: true,
+            nic_timer_wake: true,
             backend: BackendKind::Model,
             seed: 1,
             quick: false,
@@ -246,6 +250,7 @@ impl Options {
             transport,
             seed: self.seed,
             poll_interval_ps: self.host_poll_ns * PS_PER_NS,
+            nic_timer_wake: self.nic_timer_wake,
         }
     }
 

@@ -99,6 +99,8 @@ pub struct FerroceConfig {
     /// and sends ACKs by itself) at once, but the library's driver loop runs at most once per
     /// this interval for them, as a host polling its event ring does. 0: after every frame.
     pub poll_interval_ps: Ps,
+    /// The library wakes for the NIC's ACK timers (`DeviceConfig::nic_timer_wake`).
+    pub nic_timer_wake: bool,
 }
 
 /// A ferroce host.
@@ -164,6 +166,7 @@ impl FerroceHost {
         let total = cfg.port_mbps.saturating_mul(cfg.planes.max(1) as u32);
         dc.transport = cfg.transport.clone();
         dc.transport.line_rate_mbps = total;
+        dc.nic_timer_wake = cfg.nic_timer_wake;
         dc.inbound_capacity_mbps = total;
         let conns = wl
             .pairs()
