@@ -323,10 +323,7 @@ impl Connection {
     /// and only while [`ConnState::Connecting`] (nothing has been sent yet):
     /// [`CoreError::NotUsable`] otherwise, or for a zero count.
     pub fn renegotiate(&mut self, flows: u16, mtu: u32, tags: u16) -> Result<(), CoreError> {
-        self.derived.set(None);
-        let r = self.renegotiate_inner(flows, mtu, tags);
-        self.derived.set(None);
-        r
+        self.changing(|c| c.renegotiate_inner(flows, mtu, tags))
     }
 
     fn renegotiate_inner(&mut self, flows: u16, mtu: u32, tags: u16) -> Result<(), CoreError> {
@@ -397,19 +394,17 @@ impl Connection {
     /// each with a full first window). The first ACK applies its hint again, when the windows
     /// can follow a measured RTT instead of the initial estimate.
     pub fn apply_rate_hint(&mut self, now: u64, mbps: u32) {
-        self.derived.set(None);
-        if self.cfg.reply_hint && mbps > 0 && mbps < self.cfg.line_rate_mbps {
-            self.set_hint(now, mbps);
-            self.hint_before_ack = true;
-        }
-        self.derived.set(None);
+        self.changing(|c| {
+            if c.cfg.reply_hint && mbps > 0 && mbps < c.cfg.line_rate_mbps {
+                c.set_hint(now, mbps);
+                c.hint_before_ack = true;
+            }
+        });
     }
 
     /// The CM exchange finished: start transmitting.
     pub fn set_ready(&mut self, now: u64) {
-        self.derived.set(None);
-        self.set_ready_inner(now);
-        self.derived.set(None);
+        self.changing(|c| c.set_ready_inner(now));
     }
 
     fn set_ready_inner(&mut self, now: u64) {
@@ -437,10 +432,7 @@ impl Connection {
     /// Posts a Send or Write; returns its MSN. Requests may be posted while connecting; they
     /// leave once the connection is ready.
     pub fn post(&mut self, wr: WorkRequest) -> Result<u32, CoreError> {
-        self.derived.set(None);
-        let r = self.post_inner(wr);
-        self.derived.set(None);
-        r
+        self.changing(|c| c.post_inner(wr))
     }
 
     fn post_inner(&mut self, wr: WorkRequest) -> Result<u32, CoreError> {
@@ -504,10 +496,7 @@ impl Connection {
     /// An execution fence: requests posted after it start only when every request posted
     /// before it (on any Tag of this connection) has completed.
     pub fn fence(&mut self) -> Result<(), CoreError> {
-        self.derived.set(None);
-        let r = self.fence_inner();
-        self.derived.set(None);
-        r
+        self.changing(|c| c.fence_inner())
     }
 
     fn fence_inner(&mut self) -> Result<(), CoreError> {
@@ -547,9 +536,7 @@ impl Connection {
     /// Feeds one NIC event. Events of other connections and stale events are ignored (and
     /// counted in [`ConnectionStats::ignored_events`] when they name this connection).
     pub fn handle_event(&mut self, now: u64, ev: &Event) {
-        self.derived.set(None);
-        self.handle_event_inner(now, ev);
-        self.derived.set(None);
+        self.changing(|c| c.handle_event_inner(now, ev));
     }
 
     fn handle_event_inner(&mut self, now: u64, ev: &Event) {
@@ -928,9 +915,7 @@ impl Connection {
 
     /// Fails the connection and flushes everything outstanding.
     pub fn fail(&mut self, reason: FailReason) {
-        self.derived.set(None);
-        self.fail_inner(reason);
-        self.derived.set(None);
+        self.changing(|c| c.fail_inner(reason));
     }
 
     fn fail_inner(&mut self, reason: FailReason) {
@@ -1139,10 +1124,7 @@ impl Connection {
         gate: &mut G,
         out: &mut Vec<TxDescriptor>,
     ) -> usize {
-        self.derived.set(None);
-        let r = self.poll_transmit_gated_inner(now, budget, gate, out);
-        self.derived.set(None);
-        r
+        self.changing(|c| c.poll_transmit_gated_inner(now, budget, gate, out))
     }
 
     fn poll_transmit_gated_inner<G: TxGate + ?Sized>(
@@ -1312,6 +1294,15 @@ impl Connection {
         self.derived().timer
     }
 
+    /// Runs `f`, which changes the connection, forgetting [`Connection::derived`] before and
+    /// after it (a query inside `f` may have filled it with a value `f` then changed).
+    fn changing<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.derived.set(None);
+        let r = f(self);
+        self.derived.set(None);
+        r
+    }
+
     /// Computes [`Derived`] unless it is known.
     fn derived(&self) -> Derived {
         if let Some(d) = self.derived.get() {
@@ -1402,9 +1393,7 @@ impl Connection {
     /// after `same_entropy_retries` and the dead-path verdict), "not ready" delays, and the
     /// connection timeout.
     pub fn handle_timeout(&mut self, now: u64) {
-        self.derived.set(None);
-        self.handle_timeout_inner(now);
-        self.derived.set(None);
+        self.changing(|c| c.handle_timeout_inner(now));
     }
 
     fn handle_timeout_inner(&mut self, now: u64) {
