@@ -32,13 +32,8 @@ fn forge(frame: &[u8], f: impl FnOnce(&mut CmRepr)) -> Vec<u8> {
     let mut cm = cm_of(frame);
     f(&mut cm);
     FrameRepr {
-        eth: parsed.eth,
-        ip: parsed.ip,
-        src_port: parsed.udp.src_port,
-        dst_port: parsed.udp.dst_port,
-        bth: parsed.bth,
         transport: TransportRepr::Cm(cm),
-        payload: &[],
+        ..parsed.repr()
     }
     .emit()
 }

@@ -528,16 +528,11 @@ fn frames_for_other_connections_flows_or_hosts_are_dropped() {
     // Rebuild with another destination connection by patching the BTH and re-emitting.
     let parsed = parse_frame(&original, 4791).unwrap();
     let mut repr = FrameRepr {
-        eth: parsed.eth,
-        ip: parsed.ip,
-        src_port: parsed.udp.src_port,
-        dst_port: 4791,
         bth: BthRepr {
             dest_conn: 77,
             ..parsed.bth
         },
-        transport: parsed.transport,
-        payload: parsed.payload,
+        ..parsed.repr()
     };
     let other_conn = repr.emit();
     assert_eq!(

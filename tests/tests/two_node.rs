@@ -1276,13 +1276,8 @@ fn rewrite_cm(frame: Vec<u8>, f: impl FnOnce(&mut CmRepr)) -> Vec<u8> {
     };
     f(&mut cm);
     FrameRepr {
-        eth: parsed.eth,
-        ip: parsed.ip,
-        src_port: parsed.udp.src_port,
-        dst_port: parsed.udp.dst_port,
-        bth: parsed.bth,
         transport: TransportRepr::Cm(cm),
-        payload: &[],
+        ..parsed.repr()
     }
     .emit()
 }

@@ -33,6 +33,22 @@ pub struct Frame<'a> {
     pub payload_offset: usize,
 }
 
+impl<'a> Frame<'a> {
+    /// The frame as a [`FrameRepr`], to emit again with some field changed (lengths,
+    /// checksums and ICRC are recomputed on emit).
+    pub fn repr(&self) -> FrameRepr<'a> {
+        FrameRepr {
+            eth: self.eth,
+            ip: self.ip,
+            src_port: self.udp.src_port,
+            dst_port: self.udp.dst_port,
+            bth: self.bth,
+            transport: self.transport,
+            payload: self.payload,
+        }
+    }
+}
+
 /// Parses and validates a frame in the order the hardware does: Ethernet, IP (checksum), UDP
 /// (port, length), BTH, transport headers (length), ICRC. Bytes after the IP packet (Ethernet
 /// padding) are ignored. `udp_port` is the configured RoCEv2 destination port.

@@ -200,13 +200,9 @@ fn retarget(frame: &mut Vec<u8>, va: u64) {
     d.msn = f.bth.psn;
     let payload = f.payload.to_vec();
     *frame = FrameRepr {
-        eth: f.eth,
-        ip: f.ip,
-        src_port: f.udp.src_port,
-        dst_port: f.udp.dst_port,
-        bth: f.bth,
         transport: TransportRepr::Data(d),
         payload: &payload,
+        ..f.repr()
     }
     .emit();
 }
