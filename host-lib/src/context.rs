@@ -1126,6 +1126,7 @@ impl<N: Nic> Context<N> {
             recv_depth: self.sizes.recv_depth,
             entropies: entropies.clone(),
         };
+        self.fair.add_sender(id, msg.rate_mbps);
         let reply = CmRepr {
             kind: CmKind::Reply,
             src_conn: id,
@@ -1135,17 +1136,12 @@ impl<N: Nic> Context<N> {
             tag_count: ntags,
             initial_fsn: tx_fsn,
             rate_mbps: self.cfg.transport.line_rate_mbps,
-            tag_modes: 0,
+            // The newcomer's share (the Tag modes are the requester's own): an incast's
+            // senders start at it rather than each with a full first window.
+            tag_modes: self.fair.newcomer_mbps(self.now).min(msg.rate_mbps.max(1)) as u64,
             ..msg
         };
         let core = Connection::new(params, self.cfg.transport.clone(), self.now);
-        self.fair.add_sender(id, msg.rate_mbps);
-        // The Reply carries the newcomer's share (the Tag modes are the requester's own), so
-        // that an incast's senders start at it rather than each with a full first window.
-        let reply = CmRepr {
-            tag_modes: self.fair.newcomer_mbps(self.now).min(msg.rate_mbps.max(1)) as u64,
-            ..reply
-        };
         self.conns[id as usize] = Some(ConnSlot {
             core,
             pd: opts.pd,

@@ -26,6 +26,22 @@ fn cm_of(frame: &[u8]) -> CmRepr {
     }
 }
 
+/// `a` requests a connection with Tags `tags` to node 2 and sends its CM messages.
+fn connect_to_node_2(a: &mut Context<ModelNic>, tags: Vec<TagMode>) {
+    let pd = a.alloc_pd();
+    let cq = a.create_cq(16).unwrap();
+    let mut o = ConnectOptions::new(
+        pd,
+        cq,
+        cq,
+        EthernetAddress([2, 0, 0, 0, 0, 2]),
+        "10.0.0.2".parse().unwrap(),
+    );
+    o.tags = tags;
+    a.connect(&o).unwrap();
+    a.progress(0).unwrap();
+}
+
 /// The frame with its CM message changed by `f` (lengths and ICRC recomputed).
 fn forge(frame: &[u8], f: impl FnOnce(&mut CmRepr)) -> Vec<u8> {
     let parsed = parse_frame(frame, ROCEV2_UDP_PORT).unwrap();
@@ -61,18 +77,7 @@ fn the_acceptor_waits_for_pages_drops_hostile_ones_and_bounds_what_it_keeps() {
             }
         })
         .collect();
-    let pd = a.alloc_pd();
-    let cq = a.create_cq(16).unwrap();
-    let mut o = ConnectOptions::new(
-        pd,
-        cq,
-        cq,
-        EthernetAddress([2, 0, 0, 0, 0, 2]),
-        "10.0.0.2".parse().unwrap(),
-    );
-    o.tags = modes.clone();
-    a.connect(&o).unwrap();
-    a.progress(0).unwrap();
+    connect_to_node_2(&mut a, modes.clone());
     let frames: Vec<Vec<u8>> = std::iter::from_fn(|| a.nic_mut().transmit_frame()).collect();
     // Pages 1, 2 and 3 (Tags 64–199), then the request (page 0 in its own tag_modes).
     let kinds: Vec<(CmKind, u16)> = frames
@@ -158,18 +163,7 @@ fn pending_pages_expire() {
         c.cm_retries = 2;
     });
     b.listen(true);
-    let pd = a.alloc_pd();
-    let cq = a.create_cq(16).unwrap();
-    let mut o = ConnectOptions::new(
-        pd,
-        cq,
-        cq,
-        EthernetAddress([2, 0, 0, 0, 0, 2]),
-        "10.0.0.2".parse().unwrap(),
-    );
-    o.tags = vec![TagMode::Unordered; 100];
-    a.connect(&o).unwrap();
-    a.progress(0).unwrap();
+    connect_to_node_2(&mut a, vec![TagMode::Unordered; 100]);
     let page = a.nic_mut().transmit_frame().unwrap();
     assert_eq!(cm_of(&page).kind, CmKind::TagModes);
     b.nic_mut().receive_frame(&page);

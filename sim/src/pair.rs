@@ -179,14 +179,6 @@ impl Pair {
     pub fn step_with(&mut self, send: &mut SendHook) -> Result<Step, ferroce::Error> {
         step(&mut self.a, &mut self.b, &mut self.link, self.now, send)
     }
-
-    /// The node on `side`.
-    pub fn node(&mut self, side: Side) -> &mut Node {
-        match side {
-            Side::A => &mut self.a,
-            Side::B => &mut self.b,
-        }
-    }
 }
 
 /// One step of nodes `a` and `b` joined by `link` at `now` (see [`Pair::step_with`]), for

@@ -396,7 +396,7 @@ impl Connection {
     pub fn apply_rate_hint(&mut self, now: u64, mbps: u32) {
         self.changing(|c| {
             if c.cfg.reply_hint && mbps > 0 && mbps < c.cfg.line_rate_mbps {
-                c.set_hint(now, mbps);
+                c.apply_hint(now, mbps);
                 c.hint_before_ack = true;
             }
         });
@@ -679,11 +679,10 @@ impl Connection {
                 srtt_ns: srtt,
             },
         );
-        if std::mem::take(&mut self.hint_before_ack) {
-            // Force the first ACK's hint through, even if it equals the reply's.
-            self.hint_mbps = 0;
+        // The first ACK's hint goes through even if it equals the reply's.
+        if std::mem::take(&mut self.hint_before_ack) || hint != self.hint_mbps {
+            self.apply_hint(now, hint);
         }
-        self.set_hint(now, hint);
         // Refusals the NAKs did not tell us about: some NAK was lost, and the refused packets
         // are among those this ACK newly covers (an ACK covering a refused FSN was sent after
         // the refusal, so it counts it). We cannot tell which, so none of them may succeed.
@@ -956,13 +955,11 @@ impl Connection {
     }
 
     /// Moves parked packets whose delay has passed to their flow's retransmit queue.
-    /// The receiver's rate hint for this connection (Mb/s), when it changes.
-    fn set_hint(&mut self, now: u64, hint: u32) {
-        if hint != self.hint_mbps {
-            self.hint_mbps = hint;
-            self.stats.rate_hint_mbps = hint;
-            self.cc.on_rate_hint(now, hint);
-        }
+    /// Takes the receiver's rate hint for this connection (Mb/s).
+    fn apply_hint(&mut self, now: u64, hint: u32) {
+        self.hint_mbps = hint;
+        self.stats.rate_hint_mbps = hint;
+        self.cc.on_rate_hint(now, hint);
     }
 
     /// Completes Tag `t`'s held receive completions, then flushes its posted receives.

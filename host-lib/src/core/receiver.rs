@@ -144,9 +144,7 @@ impl FairShare {
         }
         // Every known sender counts for a newcomer: those that are not active yet may start
         // at the same instant as it does (a synchronised incast).
-        let expected = self.senders.values().filter(|s| s.expected).count();
-        let all = expected.max(active.len() + 1);
-        let newcomer = self.capacity_mbps / all as u32;
+        let newcomer = self.newcomer_mbps(now);
         for (&conn, s) in self.senders.iter_mut() {
             let hint = match shares.get(&conn) {
                 Some(&h) => h.max(1),

@@ -171,7 +171,8 @@ fn nic_figures() {
         let secs = t0.elapsed().as_secs_f64();
         let sim_cycles = dev.nic().activity().cycles - c0;
         println!(
-            "| transmit (Write descriptors; DMA reads answered after {latency} cycles) | {count} | {payload} | {} | {cycles} | {:.4} | {:.2} | {:.2} M | {:.0} k |",
+            "| transmit (Write descriptors; DMA reads answered after {latency} cycle{}) | {count} | {payload} | {} | {cycles} | {:.4} | {:.2} | {:.2} M | {:.0} k |",
+            if latency == 1 { "" } else { "s" },
             bytes / count,
             count as f64 / cycles as f64,
             bytes as f64 / cycles as f64,
