@@ -16,9 +16,12 @@
 //! - at the end of the frame every check is evaluated at once and a priority encoder reports
 //!   the first that fails, in `parse_frame`'s order.
 //!
-//! The verdict for a frame is valid (`out_valid` high for one cycle) three cycles after its
-//! last beat: the headers are copied aside at the end of the frame and checked in the next
-//! cycle, while the ICRC's last beat goes through the CRC. Frames may follow each other back to back, down to one beat each.
+//! The verdict for a frame is valid (`out_valid` high for one cycle) four cycles after its
+//! last beat: the headers are copied aside at the end of the frame; stage A removes the VLAN
+//! and IPv6 shifts, extracts the fields and sums the IPv4 header (a tree of adds); stage B
+//! compares the lengths and picks the first failing check, from registers only, while the
+//! ICRC's last beat goes through the CRC. Frames may follow each other back to back, down to
+//! one beat each.
 //!
 //! Not yet handled: `tuser` (MAC-reported errors) is ignored; the model has no such input yet.
 
@@ -178,6 +181,44 @@ pub struct RxParser {
     snap_vlan: DFF<Bit>,
     snap_v4: DFF<Bit>,
     snap_v6: DFF<Bit>,
+    // Stage A of the checks (fields and sums after the framing shifts).
+    a_valid: DFF<Bit>,
+    a_flen: DFF<Bits<17>>,
+    a_vlan: DFF<Bit>,
+    a_v4: DFF<Bit>,
+    a_v6: DFF<Bit>,
+    a_ip_total: DFF<Bits<17>>,
+    a_ip_hlen: DFF<Bits<17>>,
+    a_avail: DFF<Bits<17>>,
+    a_sum: DFF<Bits<20>>,
+    a_op_known: DFF<Bit>,
+    a_op_data: DFF<Bit>,
+    a_hl_th: DFF<Bits<17>>,
+    a_l4_len: DFF<Bits<17>>,
+    a_poff: DFF<Bits<16>>,
+    a_nak_bad: DFF<Bit>,
+    a_cm_bad: DFF<Bit>,
+    a_bth_bad: DFF<Bit>,
+    a_udp_len: DFF<Bits<17>>,
+    a_dport_bad: DFF<Bit>,
+    a_v6_nh_bad: DFF<Bit>,
+    a_v6_ver_bad: DFF<Bit>,
+    a_v4_proto_bad: DFF<Bit>,
+    a_v4_frag_bad: DFF<Bit>,
+    a_v4_ver_bad: DFF<Bit>,
+    a_tci: DFF<Bits<16>>,
+    a_smac: DFF<Bits<48>>,
+    a_sip: DFF<Bits<128>>,
+    a_dip: DFF<Bits<128>>,
+    a_ecn: DFF<Bits<2>>,
+    a_sport: DFF<Bits<16>>,
+    a_op: DFF<Bits<8>>,
+    a_se: DFF<Bit>,
+    a_ackreq: DFF<Bit>,
+    a_qp: DFF<Bits<24>>,
+    a_psn: DFF<Bits<24>>,
+    a_th: DFF<Bits<384>>,
+    icrc_bad2: DFF<Bit>,
     crc3: DFF<Bits<32>>,
     icrc3: DFF<Bits<32>>,
     vp_go: DFF<Bit>,
@@ -195,11 +236,8 @@ pub struct RxParser {
     is_v4: Signal<Local, Bit>,
     is_v6: Signal<Local, Bit>,
     eth_len: Signal<Local, Bits<17>>,
-    avail3: Signal<Local, Bits<17>>,
     ip_total: Signal<Local, Bits<17>>,
     ip_hlen: Signal<Local, Bits<17>>,
-    l4_len: Signal<Local, Bits<17>>,
-    hl_th: Signal<Local, Bits<17>>,
     th_len: Signal<Local, Bits<17>>,
     op_known: Signal<Local, Bit>,
     op_data: Signal<Local, Bit>,
@@ -215,7 +253,6 @@ pub struct RxParser {
     icrc_acc: Signal<Local, Bits<32>>,
     lane_pos: Signal<Local, Bits<17>>,
     lane_byte: Signal<Local, Bits<64>>,
-    word: Signal<Local, Bits<16>>,
     flen: Signal<Local, Bits<17>>,
     opcode: Signal<Local, Bits<8>>,
     nak_reason: Signal<Local, Bits<8>>,
@@ -353,6 +390,43 @@ impl Default for RxParser {
             snap_vlan: Default::default(),
             snap_v4: Default::default(),
             snap_v6: Default::default(),
+            a_valid: Default::default(),
+            a_flen: Default::default(),
+            a_vlan: Default::default(),
+            a_v4: Default::default(),
+            a_v6: Default::default(),
+            a_ip_total: Default::default(),
+            a_ip_hlen: Default::default(),
+            a_avail: Default::default(),
+            a_sum: Default::default(),
+            a_op_known: Default::default(),
+            a_op_data: Default::default(),
+            a_hl_th: Default::default(),
+            a_l4_len: Default::default(),
+            a_poff: Default::default(),
+            a_nak_bad: Default::default(),
+            a_cm_bad: Default::default(),
+            a_bth_bad: Default::default(),
+            a_udp_len: Default::default(),
+            a_dport_bad: Default::default(),
+            a_v6_nh_bad: Default::default(),
+            a_v6_ver_bad: Default::default(),
+            a_v4_proto_bad: Default::default(),
+            a_v4_frag_bad: Default::default(),
+            a_v4_ver_bad: Default::default(),
+            a_tci: Default::default(),
+            a_smac: Default::default(),
+            a_sip: Default::default(),
+            a_dip: Default::default(),
+            a_ecn: Default::default(),
+            a_sport: Default::default(),
+            a_op: Default::default(),
+            a_se: Default::default(),
+            a_ackreq: Default::default(),
+            a_qp: Default::default(),
+            a_psn: Default::default(),
+            a_th: Default::default(),
+            icrc_bad2: Default::default(),
             crc3: Default::default(),
             icrc3: Default::default(),
             vp_go: Default::default(),
@@ -368,11 +442,8 @@ impl Default for RxParser {
             is_v4: Default::default(),
             is_v6: Default::default(),
             eth_len: Default::default(),
-            avail3: Default::default(),
             ip_total: Default::default(),
             ip_hlen: Default::default(),
-            l4_len: Default::default(),
-            hl_th: Default::default(),
             th_len: Default::default(),
             op_known: Default::default(),
             op_data: Default::default(),
@@ -388,7 +459,6 @@ impl Default for RxParser {
             icrc_acc: Default::default(),
             lane_pos: Default::default(),
             lane_byte: Default::default(),
-            word: Default::default(),
             flen: Default::default(),
             opcode: Default::default(),
             nak_reason: Default::default(),
@@ -402,10 +472,87 @@ impl Logic for RxParser {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, beat, bytes, prev, s_vlan, s_v6, vtotal, vj, crc, icrc, end1, flen1,
-            valid2, err2, flen2, vlan2, tci2, smac2, v6_2, sip2, dip2, ecn2, sport2, op2, se2,
-            ackreq2, qp2, psn2, th2, poff2, plen2, crc3, icrc3, vp_go, vp_flush, vp_data, vp_base,
-            snap, snap_len, snap_valid, snap_vlan, snap_v4, snap_v6
+            self,
+            clock,
+            beat,
+            bytes,
+            prev,
+            s_vlan,
+            s_v6,
+            vtotal,
+            vj,
+            crc,
+            icrc,
+            end1,
+            flen1,
+            valid2,
+            err2,
+            flen2,
+            vlan2,
+            tci2,
+            smac2,
+            v6_2,
+            sip2,
+            dip2,
+            ecn2,
+            sport2,
+            op2,
+            se2,
+            ackreq2,
+            qp2,
+            psn2,
+            th2,
+            poff2,
+            plen2,
+            crc3,
+            icrc3,
+            vp_go,
+            vp_flush,
+            vp_data,
+            vp_base,
+            snap,
+            snap_len,
+            snap_valid,
+            snap_vlan,
+            snap_v4,
+            snap_v6,
+            a_valid,
+            a_flen,
+            a_vlan,
+            a_v4,
+            a_v6,
+            a_ip_total,
+            a_ip_hlen,
+            a_avail,
+            a_sum,
+            a_op_known,
+            a_op_data,
+            a_hl_th,
+            a_l4_len,
+            a_poff,
+            a_nak_bad,
+            a_cm_bad,
+            a_bth_bad,
+            a_udp_len,
+            a_dport_bad,
+            a_v6_nh_bad,
+            a_v6_ver_bad,
+            a_v4_proto_bad,
+            a_v4_frag_bad,
+            a_v4_ver_bad,
+            a_tci,
+            a_smac,
+            a_sip,
+            a_dip,
+            a_ecn,
+            a_sport,
+            a_op,
+            a_se,
+            a_ackreq,
+            a_qp,
+            a_psn,
+            a_th,
+            icrc_bad2
         );
         for i in 0_usize..16 {
             self.h[i].clock.next = self.clock.val();
@@ -593,6 +740,9 @@ impl Logic for RxParser {
             self.snap_v6.d.next = self.sw_et.val() == self.k_ipv6.val();
         }
         self.snap_valid.d.next = self.end1.q.val() & !self.reset.val();
+
+        // ---- Stage A: the framing shifts, the fields, the opcode's header length, the sums.
+        // Everything here reads the snapshot; everything is registered (no enables) for stage B.
         self.flat.next = self.snap.q.val();
         self.flen.next = bit_cast::<17, 16>(self.snap_len.q.val());
         self.vlan.next = self.snap_vlan.q.val();
@@ -613,16 +763,17 @@ impl Logic for RxParser {
                 bit_cast::<17, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 18 - 16)) + 40_u64;
             self.ip_hlen.next = 40.into();
         }
-        self.avail3.next = self.flen.val() - self.eth_len.val();
-        self.l4_len.next = self.ip_total.val() - self.ip_hlen.val();
-
-        self.sum.next = 0.into();
-        for i in 0_usize..10 {
-            self.word.next = self.f3.val().get_bits::<16>(1024 - 8 * 14 - 16 * i - 16);
-            self.sum.next = self.sum.val() + bit_cast::<20, 16>(self.word.val());
-        }
-        self.folded.next = (self.sum.val() & 0xFFFF_u64) + (self.sum.val() >> 16_u64);
-        self.folded.next = (self.folded.val() & 0xFFFF_u64) + (self.folded.val() >> 16_u64);
+        // The IPv4 header sum as a tree of adds (depth 4), not a chain of ten.
+        self.sum.next = ((bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 16))
+            + bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 32)))
+            + (bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 48))
+                + bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 64))))
+            + ((bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 80))
+                + bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 96)))
+                + (bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 112))
+                    + bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 128))))
+            + (bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 144))
+                + bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 160)));
 
         self.opcode.next = self.f4.val().get_bits::<8>(1024 - 8 * 42 - 8);
         self.cm_kind.next = self.f4.val().get_bits::<8>(1024 - 8 * 54 - 8);
@@ -652,131 +803,167 @@ impl Logic for RxParser {
             self.op_known.next = false;
         }
 
+        self.a_valid.d.next = self.snap_valid.q.val() & !self.reset.val();
+        self.a_flen.d.next = self.flen.val();
+        self.a_vlan.d.next = self.vlan.val();
+        self.a_v4.d.next = self.is_v4.val();
+        self.a_v6.d.next = self.is_v6.val();
+        self.a_ip_total.d.next = self.ip_total.val();
+        self.a_ip_hlen.d.next = self.ip_hlen.val();
+        self.a_avail.d.next = self.flen.val() - self.eth_len.val();
+        self.a_sum.d.next = self.sum.val();
+        self.a_op_known.d.next = self.op_known.val();
+        self.a_op_data.d.next = self.op_data.val();
         // Every length below the IP header is compared with the IP total length against a sum of
         // small numbers (IP header, UDP, BTH, ICRC, transport header), so no subtraction chain
         // sits in front of the comparisons.
-        self.hl_th.next = self.ip_hlen.val() + self.th_len.val() + 24_u64;
-
-        // Checks from the last to the first: the earliest failing one is written last.
-        self.err.next = 0.into();
-        if !self.op_data.val() & (self.ip_total.val() != self.hl_th.val()) {
-            self.err.next = self.k_e_truncated.val();
-        }
-        if ((self.opcode.val() == self.k_op_nak.val())
+        self.a_hl_th.d.next = self.ip_hlen.val() + self.th_len.val() + 24_u64;
+        self.a_l4_len.d.next = self.ip_total.val() - self.ip_hlen.val();
+        self.a_poff.d.next = bit_cast::<16, 17>(
+            self.eth_len.val() + self.ip_hlen.val() + self.th_len.val() + 20_u64,
+        );
+        self.a_nak_bad.d.next = (self.opcode.val() == self.k_op_nak.val())
             & (self.nak_reason.val() != self.k_nak_rnr.val())
             & (self.nak_reason.val() != self.k_nak_invalid.val())
             & (self.nak_reason.val() != self.k_nak_access.val())
-            & (self.nak_reason.val() != self.k_nak_window.val()))
-            | ((self.opcode.val() == self.k_op_cm.val())
-                & ((self.cm_kind.val() < self.k_cm_first.val())
-                    | (self.cm_kind.val() > self.k_cm_last.val())))
-        {
-            self.err.next = self.k_e_opcode.val();
-        }
-        if self.ip_total.val() < self.hl_th.val() {
-            self.err.next = self.k_e_truncated.val();
-        }
-        if self.ip_total.val() < self.ip_hlen.val() + 24_u64 {
-            self.err.next = self.k_e_truncated.val();
-        }
-        if !self.op_known.val() {
-            self.err.next = self.k_e_opcode.val();
-        }
-        if (self.f4.val().get_bits::<4>(1024 - 8 * 43 - 8) != 0_u64)
+            & (self.nak_reason.val() != self.k_nak_window.val());
+        self.a_cm_bad.d.next = (self.opcode.val() == self.k_op_cm.val())
+            & ((self.cm_kind.val() < self.k_cm_first.val())
+                | (self.cm_kind.val() > self.k_cm_last.val()));
+        self.a_bth_bad.d.next = (self.f4.val().get_bits::<4>(1024 - 8 * 43 - 8) != 0_u64)
             | (self.f4.val().get_bits::<2>(1024 - 8 * 43 - 4) != 0_u64)
-            | (self.f4.val().get_bits::<16>(1024 - 8 * 44 - 16) != self.k_pkey.val())
-        {
+            | (self.f4.val().get_bits::<16>(1024 - 8 * 44 - 16) != self.k_pkey.val());
+        self.a_udp_len.d.next =
+            bit_cast::<17, 16>(self.f4.val().get_bits::<16>(1024 - 8 * 38 - 16));
+        self.a_dport_bad.d.next =
+            self.f4.val().get_bits::<16>(1024 - 8 * 36 - 16) != self.udp_port.val();
+        self.a_v6_nh_bad.d.next =
+            self.f3.val().get_bits::<8>(1024 - 8 * 20 - 8) != self.k_udp.val();
+        self.a_v6_ver_bad.d.next = self.f3.val().get_bits::<4>(1024 - 8 * 14 - 4) != 6_u64;
+        self.a_v4_proto_bad.d.next =
+            self.f3.val().get_bits::<8>(1024 - 8 * 23 - 8) != self.k_udp.val();
+        self.a_v4_frag_bad.d.next =
+            (self.f3.val().get_bits::<16>(1024 - 8 * 20 - 16) & 0x3FFF_u64) != 0_u64;
+        self.a_v4_ver_bad.d.next = self.f3.val().get_bits::<8>(1024 - 8 * 14 - 8) != 0x45_u64;
+        self.a_tci.d.next = self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16);
+        self.a_smac.d.next = self.flat.val().get_bits::<48>(1024 - 8 * 6 - 48);
+        if self.is_v6.val() {
+            self.a_sip.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 22 - 128);
+            self.a_dip.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 38 - 128);
+            self.a_ecn.d.next = self.f3.val().get_bits::<2>(1024 - 8 * 14 - 4 - 8);
+        } else {
+            self.a_sip.d.next = bits::<128>(0xFFFF_0000_0000_u64)
+                | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 26 - 32));
+            self.a_dip.d.next = bits::<128>(0xFFFF_0000_0000_u64)
+                | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 30 - 32));
+            self.a_ecn.d.next = self.f3.val().get_bits::<2>(1024 - 8 * 15 - 8);
+        }
+        self.a_sport.d.next = self.f4.val().get_bits::<16>(1024 - 8 * 34 - 16);
+        self.a_op.d.next = self.opcode.val();
+        self.a_se.d.next = self.f4.val().get_bit(1024 - 8 * 43 - 1);
+        self.a_ackreq.d.next = self.f4.val().get_bit(1024 - 8 * 50 - 1);
+        self.a_qp.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 47 - 24);
+        self.a_psn.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 51 - 24);
+        self.a_th.d.next = self.f4.val().get_bits::<384>(1024 - 8 * 54 - 384);
+
+        // ---- Stage B: the length compares and the first failing check, from registers only.
+        self.folded.next = (self.a_sum.q.val() & 0xFFFF_u64) + (self.a_sum.q.val() >> 16_u64);
+        self.folded.next = (self.folded.val() & 0xFFFF_u64) + (self.folded.val() >> 16_u64);
+
+        // Checks from the last to the first: the earliest failing one is written last.
+        self.err.next = 0.into();
+        if !self.a_op_data.q.val() & (self.a_ip_total.q.val() != self.a_hl_th.q.val()) {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if self.a_nak_bad.q.val() | self.a_cm_bad.q.val() {
+            self.err.next = self.k_e_opcode.val();
+        }
+        if self.a_ip_total.q.val() < self.a_hl_th.q.val() {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if self.a_ip_total.q.val() < self.a_ip_hlen.q.val() + 24_u64 {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if !self.a_op_known.q.val() {
+            self.err.next = self.k_e_opcode.val();
+        }
+        if self.a_bth_bad.q.val() {
             self.err.next = self.k_e_bth.val();
         }
-        if self.ip_total.val() < self.ip_hlen.val() + 20_u64 {
+        if self.a_ip_total.q.val() < self.a_ip_hlen.q.val() + 20_u64 {
             self.err.next = self.k_e_truncated.val();
         }
-        if (bit_cast::<17, 16>(self.f4.val().get_bits::<16>(1024 - 8 * 38 - 16))
-            != self.l4_len.val())
-            | (self.f4.val().get_bits::<16>(1024 - 8 * 36 - 16) != self.udp_port.val())
-        {
+        if (self.a_udp_len.q.val() != self.a_l4_len.q.val()) | self.a_dport_bad.q.val() {
             self.err.next = self.k_e_udp.val();
         }
-        if self.ip_total.val() < self.ip_hlen.val() + 8_u64 {
+        if self.a_ip_total.q.val() < self.a_ip_hlen.q.val() + 8_u64 {
             self.err.next = self.k_e_truncated.val();
         }
-        if self.is_v6.val() {
-            if self.f3.val().get_bits::<8>(1024 - 8 * 20 - 8) != self.k_udp.val() {
+        if self.a_v6.q.val() {
+            if self.a_v6_nh_bad.q.val() {
                 self.err.next = self.k_e_not_udp.val();
             }
-            if self.ip_total.val() > self.avail3.val() {
+            if self.a_ip_total.q.val() > self.a_avail.q.val() {
                 self.err.next = self.k_e_truncated.val();
             }
-            if self.f3.val().get_bits::<4>(1024 - 8 * 14 - 4) != 6_u64 {
+            if self.a_v6_ver_bad.q.val() {
                 self.err.next = self.k_e_ip_header.val();
             }
-            if self.avail3.val() < 40_u64 {
+            if self.a_avail.q.val() < 40_u64 {
                 self.err.next = self.k_e_truncated.val();
             }
         } else {
-            if self.f3.val().get_bits::<8>(1024 - 8 * 23 - 8) != self.k_udp.val() {
+            if self.a_v4_proto_bad.q.val() {
                 self.err.next = self.k_e_not_udp.val();
             }
             if self.folded.val() != 0xFFFF_u64 {
                 self.err.next = self.k_e_ip_checksum.val();
             }
-            if (self.f3.val().get_bits::<16>(1024 - 8 * 20 - 16) & 0x3FFF_u64) != 0_u64 {
+            if self.a_v4_frag_bad.q.val() {
                 self.err.next = self.k_e_ip_header.val();
             }
-            if self.ip_total.val() > self.avail3.val() {
+            if self.a_ip_total.q.val() > self.a_avail.q.val() {
                 self.err.next = self.k_e_truncated.val();
             }
-            if (self.f3.val().get_bits::<8>(1024 - 8 * 14 - 8) != 0x45_u64)
-                | (self.ip_total.val() < 20_u64)
-            {
+            if self.a_v4_ver_bad.q.val() | (self.a_ip_total.q.val() < 20_u64) {
                 self.err.next = self.k_e_ip_header.val();
             }
-            if self.avail3.val() < 20_u64 {
+            if self.a_avail.q.val() < 20_u64 {
                 self.err.next = self.k_e_truncated.val();
             }
         }
-        if !self.is_v4.val() & !self.is_v6.val() {
+        if !self.a_v4.q.val() & !self.a_v6.q.val() {
             self.err.next = self.k_e_ethertype.val();
         }
-        if self.vlan.val() & (self.flen.val() < 18_u64) {
+        if self.a_vlan.q.val() & (self.a_flen.q.val() < 18_u64) {
             self.err.next = self.k_e_truncated.val();
         }
-        if self.flen.val() < 14_u64 {
+        if self.a_flen.q.val() < 14_u64 {
             self.err.next = self.k_e_truncated.val();
         }
 
-        // ---- Stage 2: the verdict without the ICRC, the finished ICRC, the fields.
-        self.valid2.d.next = self.snap_valid.q.val() & !self.reset.val();
-        if self.snap_valid.q.val() {
-            self.err2.d.next = self.err.val();
-            self.flen2.d.next = self.snap_len.q.val();
-            self.vlan2.d.next = self.vlan.val();
-            self.tci2.d.next = self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16);
-            self.smac2.d.next = self.flat.val().get_bits::<48>(1024 - 8 * 6 - 48);
-            self.v6_2.d.next = self.is_v6.val();
-            if self.is_v6.val() {
-                self.sip2.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 22 - 128);
-                self.dip2.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 38 - 128);
-                self.ecn2.d.next = self.f3.val().get_bits::<2>(1024 - 8 * 14 - 4 - 8);
-            } else {
-                self.sip2.d.next = bits::<128>(0xFFFF_0000_0000_u64)
-                    | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 26 - 32));
-                self.dip2.d.next = bits::<128>(0xFFFF_0000_0000_u64)
-                    | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 30 - 32));
-                self.ecn2.d.next = self.f3.val().get_bits::<2>(1024 - 8 * 15 - 8);
-            }
-            self.sport2.d.next = self.f4.val().get_bits::<16>(1024 - 8 * 34 - 16);
-            self.op2.d.next = self.opcode.val();
-            self.se2.d.next = self.f4.val().get_bit(1024 - 8 * 43 - 1);
-            self.ackreq2.d.next = self.f4.val().get_bit(1024 - 8 * 50 - 1);
-            self.qp2.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 47 - 24);
-            self.psn2.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 51 - 24);
-            self.th2.d.next = self.f4.val().get_bits::<384>(1024 - 8 * 54 - 384);
-            self.poff2.d.next = bit_cast::<16, 17>(
-                self.eth_len.val() + self.ip_hlen.val() + self.th_len.val() + 20_u64,
-            );
-            self.plen2.d.next = bit_cast::<16, 17>(self.ip_total.val() - self.hl_th.val());
-        }
+        // ---- Stage 2: the verdict without the ICRC, the ICRC's own verdict, the fields.
+        self.valid2.d.next = self.a_valid.q.val() & !self.reset.val();
+        self.err2.d.next = self.err.val();
+        // The ICRC of the frame in stage B finished in the cycle before (`crc3`).
+        self.icrc_bad2.d.next = !self.crc3.q.val() != self.icrc3.q.val();
+        self.flen2.d.next = bit_cast::<16, 17>(self.a_flen.q.val());
+        self.vlan2.d.next = self.a_vlan.q.val();
+        self.tci2.d.next = self.a_tci.q.val();
+        self.smac2.d.next = self.a_smac.q.val();
+        self.v6_2.d.next = self.a_v6.q.val();
+        self.sip2.d.next = self.a_sip.q.val();
+        self.dip2.d.next = self.a_dip.q.val();
+        self.ecn2.d.next = self.a_ecn.q.val();
+        self.sport2.d.next = self.a_sport.q.val();
+        self.op2.d.next = self.a_op.q.val();
+        self.se2.d.next = self.a_se.q.val();
+        self.ackreq2.d.next = self.a_ackreq.q.val();
+        self.qp2.d.next = self.a_qp.q.val();
+        self.psn2.d.next = self.a_psn.q.val();
+        self.th2.d.next = self.a_th.q.val();
+        self.poff2.d.next = self.a_poff.q.val();
+        self.plen2.d.next = bit_cast::<16, 17>(self.a_ip_total.q.val() - self.a_hl_th.q.val());
         if self.reset.val() {
             self.beat.d.next = 0.into();
             self.bytes.d.next = 0.into();
@@ -786,7 +973,7 @@ impl Logic for RxParser {
         // ---- Outputs: stage 2 plus the finished ICRC (both registered at the same edge).
         self.out_valid.next = self.valid2.q.val();
         self.out_error.next = self.err2.q.val();
-        if (self.err2.q.val() == 0_u64) & (!self.crc3.q.val() != self.icrc3.q.val()) {
+        if (self.err2.q.val() == 0_u64) & self.icrc_bad2.q.val() {
             self.out_error.next = self.k_e_icrc.val();
         }
         self.out_frame_len.next = self.flen2.q.val();
