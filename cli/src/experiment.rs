@@ -99,7 +99,7 @@ pub struct ExperimentArgs {
     #[arg(long)]
     pub no_reply_hint: bool,
     /// ferroce: the library does not wake for the NIC's ACK timers (a delayed ACK then leaves
-    /// with the next news, as with the RTL backend, whose timers are not visible).
+    /// with the next news, as it did before NICs reported their timers).
     #[arg(long)]
     pub no_nic_timer_wake: bool,
     /// Hosts (the experiment's default if not given).

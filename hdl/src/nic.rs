@@ -166,6 +166,11 @@ pub struct NicCore {
 
     /// Work in hand anywhere in the core (for simulation: run until it falls).
     pub busy: Signal<Out, Bit>,
+    /// Some flow's ACK timer is armed (see `ack_timer_due`).
+    pub ack_timer_armed: Signal<Out, Bit>,
+    /// While `ack_timer_armed`: when the ACK timers next need the clock (ns), so that a driver
+    /// can wake the host for a delayed ACK instead of waiting for the next packet.
+    pub ack_timer_due: Signal<Out, Bits<64>>,
 
     k: NicConsts,
     parser: RxParser,
@@ -438,6 +443,8 @@ impl Logic for NicCore {
         self.regs.inc2_index.next = self.events.cnt_index.val();
         self.regs.inc2_amount.next = 1.into();
 
+        self.ack_timer_armed.next = self.engine.timer_armed.val();
+        self.ack_timer_due.next = self.engine.timer_due.val();
         self.busy.next = self.in_frame.q.val()
             | !self.buffer.empty.val()
             | !self.results.empty.val()

@@ -416,6 +416,11 @@ pub struct RxEngine {
 
     /// The engine has work in hand (a frame, a table command or a due ACK timer).
     pub busy: Signal<Out, Bit>,
+    /// Some flow's ACK timer is armed.
+    pub timer_armed: Signal<Out, Bit>,
+    /// While `timer_armed`: when the next timer sweep is due (ns; a lower bound of every armed
+    /// deadline, exact after a sweep), so that the host can be woken for it.
+    pub timer_due: Signal<Out, Bits<64>>,
 
     k: RxConsts,
     // The transport-header field positions: constants of this module (Verilog parameters),
@@ -933,6 +938,8 @@ impl Logic for RxEngine {
             self.conn_w0.next = self.tw.val().get_bits::<32>(0) & 0xFFFF_3F07_u64;
         }
 
+        self.timer_armed.next = self.armed_count.q.val() != 0_u64;
+        self.timer_due.next = self.min_due.q.val();
         self.busy.next = (self.state.q.val() != St::Idle)
             | self.pr_valid.val()
             | self.tc_valid.val()

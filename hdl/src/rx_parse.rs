@@ -224,7 +224,8 @@ pub struct RxParser {
     vp_go: DFF<Bit>,
     vp_flush: DFF<Bit>,
     vp_data: DFF<Bits<64>>,
-    vp_base: DFF<Bits<16>>,
+    vp_lanes: DFF<Bits<8>>,
+    vp_icrc: DFF<Bits<8>>,
 
     // Combinational scratch.
     keep_count: Signal<Local, Bits<16>>,
@@ -250,6 +251,8 @@ pub struct RxParser {
     v_data: Signal<Local, Bits<64>>,
     v_go: Signal<Local, Bit>,
     v_lanes: Signal<Local, Bits<8>>,
+    f_lanes: Signal<Local, Bits<8>>,
+    f_icrc: Signal<Local, Bits<8>>,
     icrc_acc: Signal<Local, Bits<32>>,
     lane_pos: Signal<Local, Bits<17>>,
     lane_byte: Signal<Local, Bits<64>>,
@@ -432,7 +435,8 @@ impl Default for RxParser {
             vp_go: Default::default(),
             vp_flush: Default::default(),
             vp_data: Default::default(),
-            vp_base: Default::default(),
+            vp_lanes: Default::default(),
+            vp_icrc: Default::default(),
             keep_count: Default::default(),
             swapped: Default::default(),
             flat: Default::default(),
@@ -456,6 +460,8 @@ impl Default for RxParser {
             v_data: Default::default(),
             v_go: Default::default(),
             v_lanes: Default::default(),
+            f_lanes: Default::default(),
+            f_icrc: Default::default(),
             icrc_acc: Default::default(),
             lane_pos: Default::default(),
             lane_byte: Default::default(),
@@ -509,7 +515,8 @@ impl Logic for RxParser {
             vp_go,
             vp_flush,
             vp_data,
-            vp_base,
+            vp_lanes,
+            vp_icrc,
             snap,
             snap_len,
             snap_valid,
@@ -658,23 +665,35 @@ impl Logic for RxParser {
         self.vp_go.d.next = self.v_go.val();
         self.vp_flush.d.next = self.end1.q.val();
         self.vp_data.d.next = self.v_data.val();
-        self.vp_base.d.next = bit_cast::<16, 13>(self.vj.q.val()) << 3_u64;
         if self.v_go.val() & !self.end1.q.val() {
             self.vj.d.next = self.vj.q.val() + 1_u64;
         }
-        // Lanes inside the CRC range [8, T) and the four ICRC bytes [T, T + 4).
+        // Lanes inside the CRC range [8, T) and the four ICRC bytes [T, T + 4), decided here
+        // and registered with the beat, so the CRC step's lane select comes from flip-flops.
+        // `n_total` is what `vtotal` holds when the beat reaches the CRC.
+        self.f_lanes.next = 0.into();
+        self.f_icrc.next = 0.into();
+        for i in 0_usize..8 {
+            self.lane_pos.next = (bit_cast::<17, 13>(self.vj.q.val()) << 3_u64) + i.to_bits::<17>();
+            if self.lane_pos.val() < self.n_total.val() {
+                self.f_lanes.next = self.f_lanes.val().replace_bit(i, true);
+            }
+            if (self.lane_pos.val() >= self.n_total.val())
+                & (self.lane_pos.val() < self.n_total.val() + 4_u64)
+            {
+                self.f_icrc.next = self.f_icrc.val().replace_bit(i, true);
+            }
+        }
+        self.vp_lanes.d.next = self.f_lanes.val();
+        self.vp_icrc.d.next = self.f_icrc.val();
         self.v_lanes.next = 0.into();
+        if self.vp_go.q.val() {
+            self.v_lanes.next = self.vp_lanes.q.val();
+        }
         self.icrc_acc.next = self.icrc.q.val();
         for i in 0_usize..8 {
-            self.lane_pos.next = bit_cast::<17, 16>(self.vp_base.q.val()) + i.to_bits::<17>();
             self.lane_byte.next = (self.vp_data.q.val() >> (8 * i).to_bits::<6>()) & 0xFF_u64;
-            if self.vp_go.q.val() & (self.lane_pos.val() < self.vtotal.q.val()) {
-                self.v_lanes.next = self.v_lanes.val().replace_bit(i, true);
-            }
-            if self.vp_go.q.val()
-                & (self.lane_pos.val() >= self.vtotal.q.val())
-                & (self.lane_pos.val() < self.vtotal.q.val() + 4_u64)
-            {
+            if self.vp_go.q.val() & self.vp_icrc.q.val().get_bit(i) {
                 self.icrc_acc.next = (self.icrc_acc.val() >> 8_u64)
                     | (bit_cast::<32, 64>(self.lane_byte.val()) << 24_u64);
             }

@@ -107,8 +107,6 @@ impl Nic for AnyNic {
     fn next_timer_ns(&mut self) -> Option<u64> {
         match self {
             AnyNic::Model(n) => n.next_timer_ns(),
-            // The core's ACK timers are not visible at its ports: it sweeps them whenever it
-            // is polled, which the library's own timers and arriving frames do.
             AnyNic::Rtl(n) => n.next_timer_ns(),
         }
     }

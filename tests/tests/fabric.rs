@@ -110,9 +110,6 @@ fn rtl_hosts_give_the_model_s_results() {
             hosts_per_leaf: 2,
             spines: 2,
             backend,
-            // The RTL core's ACK timers are not visible at its ports, so the library cannot
-            // wake for them there: compare both backends with that wake off.
-            nic_timer_wake: false,
             ..Options::default()
         };
         let sc = Scenario {

@@ -592,6 +592,7 @@ fn rtl_nic_matches_the_model() {
     let mut now = 0u64;
     let mut tx_tail = 0u32;
     let mut totals = (0usize, 0usize);
+    let mut timer_steps = 0usize;
     for step in 0..frames {
         if bursts.chance(0.1) {
             let burst: Vec<Vec<u8>> = (0..2 + bursts.below(23))
@@ -696,6 +697,14 @@ fn rtl_nic_matches_the_model() {
                 repost(n, &lay, &traffic.msn_base);
             }
         }
+        // Both ask to be woken for their ACK timers at the same time.
+        let wake = rtl.next_timer_ns();
+        assert_eq!(
+            wake,
+            model.next_timer_ns(),
+            "step {step}: ACK timer wake-up at {now} ns"
+        );
+        timer_steps += wake.is_some() as usize;
         if step % 100 == 99 || step + 1 == frames {
             assert_eq!(
                 counters(&mut rtl),
@@ -772,4 +781,9 @@ fn rtl_nic_matches_the_model() {
     ] {
         assert!(get(k) > 0, "{k:?} never happened");
     }
+    println!("{timer_steps} steps ended with an ACK timer armed");
+    assert!(
+        timer_steps > frames / 10,
+        "ACK timers were armed after {timer_steps} of {frames} steps only"
+    );
 }

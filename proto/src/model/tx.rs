@@ -187,10 +187,10 @@ impl FastPath {
             psn: st.cum,
         };
         let frame = self.build(&conn, entropy, bth, TransportRepr::Ack(ack), &[]);
+        self.set_ack_due(flow_idx, None);
         let fl = &mut self.flows[flow_idx];
         fl.unacked = 0;
         fl.ce_count = 0;
-        fl.ack_due = None;
         self.count(Counter::TxAcks);
         self.emit_frame(frame);
     }

@@ -61,6 +61,8 @@ struct Ports {
     dr_error: Slot,
     dr_ready: Slot,
     busy: Slot,
+    timer_armed: Slot,
+    timer_due: Slot,
 }
 
 struct WritePorts {
@@ -249,6 +251,8 @@ impl RtlNic {
             dr_error: i("dr_terror")?,
             dr_ready: o("dr_tready")?,
             busy: o("busy")?,
+            timer_armed: o("ack_timer_armed")?,
+            timer_due: o("ack_timer_due")?,
         };
         let io = rtl.cycle_io()?;
         let mut me = RtlNic {
@@ -575,6 +579,11 @@ impl Nic for RtlNic {
         self.now_ns = self.now_ns.max(now_ns);
         self.io.set(self.p.now, self.now_ns);
         self.settle();
+    }
+
+    fn next_timer_ns(&mut self) -> Option<u64> {
+        // The core shows its timer bookkeeping at its ports; after `settle` it is current.
+        (self.io.output(self.p.timer_armed) == 1).then(|| self.io.output(self.p.timer_due))
     }
 }
 
