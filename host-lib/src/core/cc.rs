@@ -129,6 +129,7 @@ struct PathCc {
     win_marked: u32,
     win_end: u64,
     last_cut: u64,
+    /// `pacing_gain · cwnd / srtt`, before the cap.
     rate: f64,
 }
 
@@ -140,6 +141,10 @@ pub struct EcnAimd {
     line: f64,
     hint: f64,
     paths: Vec<PathCc>,
+    /// Sum of the paths' uncapped rates.
+    rate_sum: f64,
+    /// What every uncapped rate is multiplied by so that the sum stays within the cap.
+    rate_scale: f64,
 }
 
 impl EcnAimd {
@@ -169,6 +174,8 @@ impl EcnAimd {
             line: mbps_to_bytes_per_ns(line_rate_mbps.max(1)),
             hint: 0.0,
             paths: vec![p; paths.max(1)],
+            rate_sum: 0.0,
+            rate_scale: 1.0,
         };
         cc.recompute_rates();
         cc
@@ -194,13 +201,28 @@ impl EcnAimd {
             p.rate = gain * p.cwnd / p.srtt.max(1.0);
             sum += p.rate;
         }
+        self.rate_sum = sum;
+        self.rescale();
+    }
+
+    /// One path's window or RTT changed: its rate, and the sum kept up to date without a pass
+    /// over every path (an ACK touches one path; this runs once per ACK).
+    fn recompute_rate(&mut self, path: usize) {
+        let gain = self.cfg.pacing_gain;
+        let p = &mut self.paths[path];
+        let rate = gain * p.cwnd / p.srtt.max(1.0);
+        self.rate_sum += rate - p.rate;
+        p.rate = rate;
+        self.rescale();
+    }
+
+    fn rescale(&mut self) {
         let cap = self.rate_cap();
-        if sum > cap {
-            let k = cap / sum;
-            for p in &mut self.paths {
-                p.rate *= k;
-            }
-        }
+        self.rate_scale = if self.rate_sum > cap {
+            cap / self.rate_sum
+        } else {
+            1.0
+        };
     }
 
     /// The hinted BDP share of one path: `hint · base RTT / paths`. The base RTT, not the
@@ -263,7 +285,7 @@ impl CongestionController for EcnAimd {
         }
         // Never more than the SACK window can cover.
         p.cwnd = p.cwnd.min(256.0 * pkt);
-        self.recompute_rates();
+        self.recompute_rate(path);
     }
 
     fn on_loss(&mut self, _now: u64, _path: usize, _bytes: u32) {
@@ -303,7 +325,7 @@ impl CongestionController for EcnAimd {
     }
 
     fn pacing_rate(&self, path: usize) -> f64 {
-        self.paths.get(path).map_or(0.0, |p| p.rate)
+        self.paths.get(path).map_or(0.0, |p| p.rate * self.rate_scale)
     }
 }
 
