@@ -2,35 +2,54 @@
 //! [`TxFrameBuilder`], exactly as [`ferroce_proto::model::FastPath::service_rings`] (TX half)
 //! and `FastPath::transmit` do it.
 //!
-//! One descriptor at a time, as a sequential machine, while a prefetcher reads the next ones:
-//! 1. the prefetcher reads the 64-byte descriptor at `txq_base + 64 * (fetch mod size)` for
-//!    every slot below the tail, up to two ahead of the one being worked on (one collecting its
-//!    beats, one waiting); a faulted read is marked, and the machine then counts
-//!    `TxBadDescriptor` and advances head, with no event. A ring reset drops the prefetched
-//!    descriptors and drains a read still in flight;
-//! 2. decode it and read the connection from the engine's own copy of the connection table
-//!    (block RAM, written through `tbl_*` alongside the register block's copy);
-//! 3. check in the model's order: opcode, connection, then for CM the length, the 32-byte DMA
-//!    read of the message and its kind; for data the flow and the lengths;
-//! 4. read the payload by DMA into a store-and-forward buffer, so that a faulted read
-//!    (`DmaError`) never lets part of a frame out;
-//! 5. hand the request to the builder; the payload streams from the buffer behind the one
-//!    before it.
+//! Built for a DMA read latency of hundreds of cycles (a PCIe read takes about a microsecond):
+//! many reads are outstanding on the one in-order read channel, and four parts each run ahead
+//! of the next:
+//! 1. the fetcher reads descriptors in batches, one read of up to [`MAX_BATCH`] consecutive
+//!    64-byte slots (never across the ring's wrap), into a descriptor store of 64
+//!    descriptors (store slot = ring index mod 64; a slot is reused once its descriptor is
+//!    retired), at most [`LOOKAHEAD`] descriptors ahead of the front end. A batch whose read
+//!    faults is read again one descriptor at a time, so that
+//!    only a slot that really faults counts `TxBadDescriptor` (with no event, as in the
+//!    model); descriptor reads issued after the faulted batch are dropped as they return;
+//! 2. the front end takes the descriptors in ring order: decode, the connection's valid bit
+//!    and flow count from its own copy of the table, the checks in the model's order (opcode,
+//!    connection, then for CM the length, for data the flow and the lengths), and for a
+//!    descriptor that passes with bytes to read, the read: a payload into the payload ring
+//!    buffer once the buffer has room for all of it, a CM message's 32 bytes into the CM
+//!    register (one CM message at a time: the front end waits while the one before is not
+//!    retired). Its decision (fetch fault, refusal and reason, read issued, nothing to read)
+//!    is written beside the descriptor for the back end;
+//! 3. read data returns in request order; a FIFO of tags says what each read is (descriptor
+//!    batch, CM message, payload) and a ring of fault bits keeps the outcome of each CM and
+//!    payload read until the back end retires its descriptor;
+//! 4. the back end retires the descriptors in ring order, one at a time, from its own copy of
+//!    the descriptor store and of the connection table: it waits for the descriptor's read,
+//!    then counts `TxBadDescriptor` for a fetch fault, or sends the TxError event (the 64
+//!    bytes of `Event::TxError::to_bytes`: a refusal, `DmaError` for a faulted read,
+//!    `BadLength` for a CM message of no known kind) and counts `TxBadDescriptor`, or hands
+//!    the request to the builder and counts `TxPackets` and `TxBytes`; then head advances.
+//!    Events, counters, frames and `TXQ_HEAD` thus follow the model's order exactly.
 //!
-//! A refused descriptor produces a TxError event (the 64 bytes of `Event::TxError::to_bytes`)
-//! and a `TxBadDescriptor` increment; a sent one `TxPackets` and `TxBytes` increments.
+//! The payload is store-and-forward per frame: a request goes to the builder only once its
+//! whole payload is in the ring buffer, so a faulted read never lets part of a frame out. The
+//! payload then streams from the buffer while the next request is handed over (the builder
+//! overlaps frames). The buffer (16 KB) holds one maximum-size payload plus a read latency's
+//! worth of the next ones; its free space, the descriptor store, the tag FIFO and the fault
+//! ring bound what is outstanding, and each part waits for room rather than drop anything.
 //!
-//! The read channel carries the prefetcher's and the machine's reads, at most one of each
-//! outstanding; data returns in request order, and the machine's reads go first when both
-//! want the channel. The payload buffer has two halves of `MAX_PAYLOAD_LEN` bytes: while one
-//! frame's payload streams from one half, the next descriptor's payload is read into the
-//! other, once no stream still needs it. With the overlapping frame builder, back-to-back
-//! descriptors leave at the line rate: a 94-byte frame every 12 cycles, a 158-byte one every
-//! 20 (`cargo xtask bench-rtl`, with the harness's one-cycle DMA latency). A real DMA engine's
-//! latency of hundreds of cycles needs more reads outstanding (a deeper prefetch): the
-//! channel already carries tagged-by-order reads from two sources, so that is a depth change.
-//! The engine alone reached about 168 MHz on an ECP5-85 (speed grade 8) before the prefetcher.
-
+//! A ring reset (`txq_reset`) drops every descriptor not yet retired and drains every read
+//! still in flight (their data is dropped as it returns); a TxError event already offered is
+//! finished without advancing the new head, and frames already handed to the builder go out.
+//!
+//! Throughput (`cargo xtask bench-rtl`, whole core, each figure over 500 descriptors posted
+//! 256 at a time, 200 for 4 KB): with DMA reads answered after 250 cycles, a 94-byte frame
+//! every 13.7 cycles and 4190-byte frames at 7.91 bytes per cycle (99 % of the line); after
+//! 100 cycles, 12.9 cycles and 7.93; after one cycle, 12.5 cycles and 7.94. What is left above
+//! the 12-cycle minimum is the start of each post: an empty pipeline waits for a whole batch
+//! (64 beats plus the latency) and two descriptor loads before the first frame, and at a short
+//! latency the first payload reads queue behind up to [`LOOKAHEAD`] descriptors' reads.
+//!
 //! The descriptor, event and table layouts have no offset constants in `ferroce-proto`: each
 //! field's position is found by probing the specification's own encoders (`to_bytes`,
 //! `to_words`) in the constructor, which also asserts that every field is a contiguous
@@ -52,8 +71,29 @@ use rust_hdl::prelude::*;
 /// Connection id bits of the engine inside [`TxPath`] (256 connections, the default table).
 pub const TX_PATH_CONN_BITS: usize = 8;
 
-/// Address bits of the payload buffer in 64-bit beats: two halves of `MAX_PAYLOAD_LEN` bytes.
+/// Address bits of the payload ring buffer in 64-bit beats (16 KB: a maximum-size payload
+/// streaming while the next ones are read).
 const BUF_BITS: usize = 11;
+/// Payload ring pointers: one bit more than the address, so a full ring is not an empty one.
+const PTR_BITS: usize = 12;
+/// Descriptors in the descriptor store (slot bits).
+const SLOT_BITS: usize = 6;
+/// Ring positions inside the engine are kept modulo `2^IDX_BITS` (twice the store).
+const IDX_BITS: usize = 7;
+/// Address bits of the descriptor store in beats (eight 64-bit beats per descriptor).
+const STORE_BITS: usize = 9;
+/// Most descriptors fetched by one DMA read (512 bytes).
+pub const MAX_BATCH: u64 = 8;
+/// Most descriptors fetched (or being fetched) ahead of the front end's loader: enough to cover a
+/// 250-cycle read latency with minimum-size frames, few enough that at a short latency the
+/// descriptor reads queued on the channel do not hold up the first payload reads for long.
+pub const LOOKAHEAD: u64 = 32;
+/// Entries of the read tag FIFO and of the read fault ring (bits of a 32-bit register) ...
+const TAG_BITS: usize = 5;
+/// ... and their pointers, one bit more.
+const TAG_PTR_BITS: usize = 6;
+/// Bits of a job record (the front end's decision for one descriptor; layout in `update`).
+const JOB_BITS: usize = 29;
 
 // The widths below are fixed by the specification's sizes.
 const _: () = {
@@ -61,25 +101,36 @@ const _: () = {
         MAX_PAYLOAD_LEN as usize * 2 <= 8 << BUF_BITS,
         "payload buffer too small"
     );
+    assert!(PTR_BITS == BUF_BITS + 1 && IDX_BITS == SLOT_BITS + 1);
+    assert!(STORE_BITS == SLOT_BITS + 3 && TAG_PTR_BITS == TAG_BITS + 1 && TAG_BITS == 5);
+    assert!(MAX_BATCH >= 1 && MAX_BATCH <= 8 && MAX_BATCH <= LOOKAHEAD);
+    assert!(LOOKAHEAD <= 1 << SLOT_BITS);
     assert!(Counter::COUNT <= 64, "counter index is 6 bits");
     assert!(TX_DESCRIPTOR_LEN.is_power_of_two() && TX_DESCRIPTOR_LEN * 8 == 512);
 };
 
+/// The back end: one descriptor retired at a time.
 #[derive(LogicState, Debug, Copy, Clone, PartialEq)]
 enum State {
     Idle,
-    Decode,
+    Addr,
     Conn,
-    Check,
-    CmReq,
-    CmData,
+    Wait,
     CmCheck,
-    PayReq,
-    PayData,
     Build,
     Handoff,
     Refuse,
     BadDesc,
+}
+
+/// The front end: checks, then the read.
+#[derive(LogicState, Debug, Copy, Clone, PartialEq)]
+enum FState {
+    Idle,
+    Decode,
+    Conn,
+    Check,
+    Issue,
 }
 
 /// The transmit engine with `2^C` connection table entries.
@@ -265,31 +316,71 @@ pub struct TxEngine<const C: usize> {
     k_c_packets: Constant<Bits<6>>,
     k_c_bytes: Constant<Bits<6>>,
 
-    // Connection table copy (internal entry layout: see `update`) and payload buffer.
+    k_buf_beats: Constant<Bits<PTR_BITS>>,
+    k_slots: Constant<Bits<IDX_BITS>>,
+    k_ahead: Constant<Bits<IDX_BITS>>,
+    k_batch: Constant<Bits<4>>,
+    k_tags: Constant<Bits<TAG_PTR_BITS>>,
+    k_bit: Constant<Bits<32>>,
+    k_fault: Constant<Bits<65>>,
+    k_job_bit: Constant<Bits<JOB_BITS>>,
+
+    // Connection table copies (internal entry layout: see `update`): the whole entry for the
+    // back end, the valid bit and flow count for the front end's checks.
     ctab: RAM<Bits<369>, C>,
+    chk: RAM<Bits<17>, C>,
+    // The descriptor store, one copy per reader: beat b of slot s at 8s + b. The front end's
+    // copy has the read's fault in bit 64 (meaningful on a descriptor's last beat).
+    dstore_f: RAM<Bits<65>, STORE_BITS>,
+    dstore_b: RAM<Bits<64>, STORE_BITS>,
+    // The front end's decision per slot (layout: see `update`).
+    jobs: RAM<Bits<JOB_BITS>, SLOT_BITS>,
+    // The payload ring buffer.
     pbuf: RAM<Bits<64>, BUF_BITS>,
 
-    // Descriptor machine.
-    state: DFF<State>,
-    head: DFF<Bits<32>>,
-    stale: DFF<Bit>,
-    desc: DFF<Bits<512>>,
-    // Descriptor prefetch (see `update`): `fetch` is the next slot to read, `pf` collects the
-    // beats of the one read in flight and `hold` keeps a finished descriptor for `Idle`.
+    // Fetcher: `fetch` is the next ring index to read, `fetched` the end of what is in the
+    // store; `pf_n` and `pf_addr` are the next read's size and address (registered, so they
+    // lag `fetch` by a cycle: `pf_arm` is low while they do).
     fetch: DFF<Bits<32>>,
+    fetched: DFF<Bits<32>>,
     pf_addr: DFF<Bits<64>>,
+    pf_n: DFF<Bits<4>>,
     pf_arm: DFF<Bit>,
-    pf_busy: DFF<Bit>,
-    pf_stale: DFF<Bit>,
-    pf_first: DFF<Bit>,
-    pf: DFF<Bits<512>>,
-    pf_done: DFF<Bit>,
-    pf_err: DFF<Bit>,
-    hold: DFF<Bits<512>>,
-    hold_valid: DFF<Bit>,
-    hold_err: DFF<Bit>,
-    req_addr: DFF<Bits<64>>,
-    req_len: DFF<Bits<16>>,
+    single: DFF<Bits<4>>,
+    desc_out: DFF<Bits<TAG_PTR_BITS>>,
+    desc_drop: DFF<Bits<TAG_PTR_BITS>>,
+    dbeat: DFF<Bits<6>>,
+    // Read tags (bit i: entry i is a descriptor read / a CM read; else payload), the reads to
+    // drop after a ring reset, and the fault bits of finished CM and payload reads.
+    tq_desc: DFF<Bits<32>>,
+    tq_cm: DFF<Bits<32>>,
+    tq_wr: DFF<Bits<TAG_PTR_BITS>>,
+    tq_rd: DFF<Bits<TAG_PTR_BITS>>,
+    drain: DFF<Bits<TAG_PTR_BITS>>,
+    rerr: DFF<Bits<32>>,
+    rc_iss: DFF<Bits<TAG_PTR_BITS>>,
+    rc_done: DFF<Bits<TAG_PTR_BITS>>,
+    rc_used: DFF<Bits<TAG_PTR_BITS>>,
+    // Payload ring, in beats: reserved up to `pres`, written up to `pwr`, handed to the
+    // builder (or skipped) up to `hend`; `low_q` is the oldest beat still to stream.
+    pres: DFF<Bits<PTR_BITS>>,
+    pwr: DFF<Bits<PTR_BITS>>,
+    hend: DFF<Bits<PTR_BITS>>,
+    low_q: DFF<Bits<PTR_BITS>>,
+    cm: DFF<Bits<256>>,
+    cm_busy: DFF<Bit>,
+
+    // Front end: a loader fills `nf` from the store while the machine checks `fdesc`; `f` is
+    // the ring position of the next job record.
+    lf: DFF<Bits<IDX_BITS>>,
+    la_run: DFF<Bit>,
+    la_cnt: DFF<Bits<4>>,
+    nf: DFF<Bits<512>>,
+    nf_bad: DFF<Bit>,
+    nf_valid: DFF<Bit>,
+    fstate: DFF<FState>,
+    fdesc: DFF<Bits<512>>,
+    f: DFF<Bits<IDX_BITS>>,
     op_ok: DFF<Bit>,
     is_cm: DFF<Bit>,
     is_write: DFF<Bit>,
@@ -298,11 +389,26 @@ pub struct TxEngine<const C: usize> {
     imm_at: DFF<Bits<9>>,
     conn_ok: DFF<Bit>,
     len_bad: DFF<Bit>,
+    chk_q: DFF<Bits<17>>,
+    fbeats: DFF<Bits<PTR_BITS>>,
+    req_addr: DFF<Bits<64>>,
+    req_len: DFF<Bits<16>>,
+
+    // Back end: a loader fills `nb` and `nj` (descriptor and job) while the machine retires
+    // `desc`; `head` is `TXQ_HEAD`.
+    lb: DFF<Bits<IDX_BITS>>,
+    lb_run: DFF<Bit>,
+    lb_cnt: DFF<Bits<4>>,
+    nb: DFF<Bits<512>>,
+    nj: DFF<Bits<JOB_BITS>>,
+    nb_valid: DFF<Bit>,
+    state: DFF<State>,
+    head: DFF<Bits<32>>,
+    stale: DFF<Bit>,
+    desc: DFF<Bits<512>>,
+    job: DFF<Bits<JOB_BITS>>,
     conn_q: DFF<Bits<369>>,
-    cm: DFF<Bits<256>>,
     reason: DFF<Bits<8>>,
-    wh: DFF<Bits<1>>,
-    wcnt: DFF<Bits<10>>,
     th: DFF<Bits<384>>,
 
     // The request held for the builder, and the payload streamer.
@@ -325,18 +431,27 @@ pub struct TxEngine<const C: usize> {
     j_th: DFF<Bits<384>>,
     j_thlen: DFF<Bits<6>>,
     j_plen: DFF<Bits<14>>,
-    j_beats: DFF<Bits<11>>,
-    j_half: DFF<Bits<1>>,
+    j_beats: DFF<Bits<PTR_BITS>>,
+    j_start: DFF<Bits<PTR_BITS>>,
     streaming: DFF<Bit>,
-    left: DFF<Bits<11>>,
-    rptr: DFF<Bits<BUF_BITS>>,
-    cur_half: DFF<Bits<1>>,
+    left: DFF<Bits<PTR_BITS>>,
+    rptr: DFF<Bits<PTR_BITS>>,
     pend: DFF<Bit>,
-    pend_half: DFF<Bits<1>>,
-    pend_beats: DFF<Bits<11>>,
+    pend_start: DFF<Bits<PTR_BITS>>,
+    pend_beats: DFF<Bits<PTR_BITS>>,
     cb_pend: DFF<Bit>,
     cb_amount: DFF<Bits<16>>,
 
+    g_opcode: Signal<Local, Bits<8>>,
+    g_flow: Signal<Local, Bits<16>>,
+    g_conn: Signal<Local, Bits<32>>,
+    g_offset: Signal<Local, Bits<32>>,
+    g_msg_len: Signal<Local, Bits<32>>,
+    g_plen: Signal<Local, Bits<32>>,
+    g_laddr: Signal<Local, Bits<64>>,
+    g_end33: Signal<Local, Bits<33>>,
+    c_valid: Signal<Local, Bit>,
+    c_fcount: Signal<Local, Bits<16>>,
     d_opcode: Signal<Local, Bits<8>>,
     d_flags: Signal<Local, Bits<8>>,
     d_flow: Signal<Local, Bits<16>>,
@@ -350,7 +465,6 @@ pub struct TxEngine<const C: usize> {
     d_msg_len: Signal<Local, Bits<32>>,
     d_plen: Signal<Local, Bits<32>>,
     d_imm: Signal<Local, Bits<32>>,
-    d_laddr: Signal<Local, Bits<64>>,
     d_va: Signal<Local, Bits<64>>,
     d_rkey: Signal<Local, Bits<32>>,
     e_valid: Signal<Local, Bit>,
@@ -367,9 +481,26 @@ pub struct TxEngine<const C: usize> {
     t_lip: Signal<Local, Bits<128>>,
     t_pip: Signal<Local, Bits<128>>,
     t_entry: Signal<Local, Bits<369>>,
+    n_bad: Signal<Local, Bit>,
+    n_refuse: Signal<Local, Bit>,
+    n_reason: Signal<Local, Bits<8>>,
+    b_read: Signal<Local, Bit>,
+    b_is_cm: Signal<Local, Bit>,
+    b_is_write: Signal<Local, Bit>,
+    b_has_imm: Signal<Local, Bit>,
+    b_thlen: Signal<Local, Bits<6>>,
+    b_imm_at: Signal<Local, Bits<9>>,
+    b_beats: Signal<Local, Bits<PTR_BITS>>,
     mask: Signal<Local, Bits<32>>,
     desc_addr: Signal<Local, Bits<64>>,
-    end33: Signal<Local, Bits<33>>,
+    occ: Signal<Local, Bits<IDX_BITS>>,
+    s_rem: Signal<Local, Bits<IDX_BITS>>,
+    t_rem: Signal<Local, Bits<32>>,
+    w_rem: Signal<Local, Bits<32>>,
+    c_t: Signal<Local, Bits<4>>,
+    c_w: Signal<Local, Bits<4>>,
+    ahead: Signal<Local, Bits<IDX_BITS>>,
+    n_min: Signal<Local, Bits<4>>,
     th_data: Signal<Local, Bits<384>>,
     th_cm: Signal<Local, Bits<384>>,
     cm_byte: Signal<Local, Bits<8>>,
@@ -377,18 +508,42 @@ pub struct TxEngine<const C: usize> {
     ssn_out: Signal<Local, Bits<32>>,
     ev: Signal<Local, Bits<512>>,
     want: Signal<Local, Bit>,
-    pf_want: Signal<Local, Bit>,
+    tq_n: Signal<Local, Bits<TAG_PTR_BITS>>,
+    rc_n: Signal<Local, Bits<TAG_PTR_BITS>>,
+    room: Signal<Local, Bits<PTR_BITS>>,
+    f_can: Signal<Local, Bit>,
+    pf_go: Signal<Local, Bit>,
+    m_grant: Signal<Local, Bit>,
     pf_grant: Signal<Local, Bit>,
-    m_req: Signal<Local, Bit>,
-    m_out: Signal<Local, Bit>,
-    to_pf: Signal<Local, Bit>,
+    tq_w: Signal<Local, Bits<TAG_BITS>>,
+    tq_idx: Signal<Local, Bits<TAG_BITS>>,
+    k_is_desc: Signal<Local, Bit>,
+    k_is_cm: Signal<Local, Bit>,
+    r_end: Signal<Local, Bit>,
+    r_drop: Signal<Local, Bit>,
+    r_desc: Signal<Local, Bit>,
+    r_pay: Signal<Local, Bit>,
+    r_cm: Signal<Local, Bit>,
+    rewind: Signal<Local, Bit>,
+    n_got: Signal<Local, Bits<4>>,
+    desc_out_next: Signal<Local, Bits<TAG_PTR_BITS>>,
+    store_addr: Signal<Local, Bits<STORE_BITS>>,
+    fault_w: Signal<Local, Bits<65>>,
+    rc_w: Signal<Local, Bits<TAG_BITS>>,
+    rc_r: Signal<Local, Bits<TAG_BITS>>,
+    r_err: Signal<Local, Bit>,
+    jw_en: Signal<Local, Bit>,
+    jw_bad: Signal<Local, Bit>,
+    jw_refuse: Signal<Local, Bit>,
+    jw_read: Signal<Local, Bit>,
+    jw_reason: Signal<Local, Bits<8>>,
+    jw: Signal<Local, Bits<JOB_BITS>>,
     inc: Signal<Local, Bit>,
     b_take: Signal<Local, Bit>,
     b_idle: Signal<Local, Bit>,
     s_end: Signal<Local, Bit>,
     h_ok: Signal<Local, Bit>,
-    wh_free: Signal<Local, Bit>,
-    rptr_next: Signal<Local, Bits<BUF_BITS>>,
+    rptr_next: Signal<Local, Bits<PTR_BITS>>,
 }
 
 fn k<const N: usize>(v: u64) -> Constant<Bits<N>> {
@@ -643,27 +798,53 @@ impl<const C: usize> Default for TxEngine<C> {
             k_c_bad_desc: k(Counter::TxBadDescriptor as u64),
             k_c_packets: k(Counter::TxPackets as u64),
             k_c_bytes: k(Counter::TxBytes as u64),
-
+            k_buf_beats: k(1 << BUF_BITS),
+            k_slots: k(1 << SLOT_BITS),
+            k_ahead: k(LOOKAHEAD),
+            k_batch: k(MAX_BATCH),
+            k_tags: k(1 << TAG_BITS),
+            k_bit: k(1),
+            k_fault: bitmap(|i| i == 64),
+            k_job_bit: k(1),
             ctab: Default::default(),
+            chk: Default::default(),
+            dstore_f: Default::default(),
+            dstore_b: Default::default(),
+            jobs: Default::default(),
             pbuf: Default::default(),
-            state: Default::default(),
-            head: Default::default(),
-            stale: Default::default(),
-            desc: Default::default(),
             fetch: Default::default(),
+            fetched: Default::default(),
             pf_addr: Default::default(),
+            pf_n: Default::default(),
             pf_arm: Default::default(),
-            pf_busy: Default::default(),
-            pf_stale: Default::default(),
-            pf_first: Default::default(),
-            pf: Default::default(),
-            pf_done: Default::default(),
-            pf_err: Default::default(),
-            hold: Default::default(),
-            hold_valid: Default::default(),
-            hold_err: Default::default(),
-            req_addr: Default::default(),
-            req_len: Default::default(),
+            single: Default::default(),
+            desc_out: Default::default(),
+            desc_drop: Default::default(),
+            dbeat: Default::default(),
+            tq_desc: Default::default(),
+            tq_cm: Default::default(),
+            tq_wr: Default::default(),
+            tq_rd: Default::default(),
+            drain: Default::default(),
+            rerr: Default::default(),
+            rc_iss: Default::default(),
+            rc_done: Default::default(),
+            rc_used: Default::default(),
+            pres: Default::default(),
+            pwr: Default::default(),
+            hend: Default::default(),
+            low_q: Default::default(),
+            cm: Default::default(),
+            cm_busy: Default::default(),
+            lf: Default::default(),
+            la_run: Default::default(),
+            la_cnt: Default::default(),
+            nf: Default::default(),
+            nf_bad: Default::default(),
+            nf_valid: Default::default(),
+            fstate: Default::default(),
+            fdesc: Default::default(),
+            f: Default::default(),
             op_ok: Default::default(),
             is_cm: Default::default(),
             is_write: Default::default(),
@@ -672,11 +853,23 @@ impl<const C: usize> Default for TxEngine<C> {
             imm_at: Default::default(),
             conn_ok: Default::default(),
             len_bad: Default::default(),
+            chk_q: Default::default(),
+            fbeats: Default::default(),
+            req_addr: Default::default(),
+            req_len: Default::default(),
+            lb: Default::default(),
+            lb_run: Default::default(),
+            lb_cnt: Default::default(),
+            nb: Default::default(),
+            nj: Default::default(),
+            nb_valid: Default::default(),
+            state: Default::default(),
+            head: Default::default(),
+            stale: Default::default(),
+            desc: Default::default(),
+            job: Default::default(),
             conn_q: Default::default(),
-            cm: Default::default(),
             reason: Default::default(),
-            wh: Default::default(),
-            wcnt: Default::default(),
             th: Default::default(),
             j_valid: Default::default(),
             j_dst_mac: Default::default(),
@@ -698,16 +891,25 @@ impl<const C: usize> Default for TxEngine<C> {
             j_thlen: Default::default(),
             j_plen: Default::default(),
             j_beats: Default::default(),
-            j_half: Default::default(),
+            j_start: Default::default(),
             streaming: Default::default(),
             left: Default::default(),
             rptr: Default::default(),
-            cur_half: Default::default(),
             pend: Default::default(),
-            pend_half: Default::default(),
+            pend_start: Default::default(),
             pend_beats: Default::default(),
             cb_pend: Default::default(),
             cb_amount: Default::default(),
+            g_opcode: Default::default(),
+            g_flow: Default::default(),
+            g_conn: Default::default(),
+            g_offset: Default::default(),
+            g_msg_len: Default::default(),
+            g_plen: Default::default(),
+            g_laddr: Default::default(),
+            g_end33: Default::default(),
+            c_valid: Default::default(),
+            c_fcount: Default::default(),
             d_opcode: Default::default(),
             d_flags: Default::default(),
             d_flow: Default::default(),
@@ -721,7 +923,6 @@ impl<const C: usize> Default for TxEngine<C> {
             d_msg_len: Default::default(),
             d_plen: Default::default(),
             d_imm: Default::default(),
-            d_laddr: Default::default(),
             d_va: Default::default(),
             d_rkey: Default::default(),
             e_valid: Default::default(),
@@ -738,9 +939,26 @@ impl<const C: usize> Default for TxEngine<C> {
             t_lip: Default::default(),
             t_pip: Default::default(),
             t_entry: Default::default(),
+            n_bad: Default::default(),
+            n_refuse: Default::default(),
+            n_reason: Default::default(),
+            b_read: Default::default(),
+            b_is_cm: Default::default(),
+            b_is_write: Default::default(),
+            b_has_imm: Default::default(),
+            b_thlen: Default::default(),
+            b_imm_at: Default::default(),
+            b_beats: Default::default(),
             mask: Default::default(),
             desc_addr: Default::default(),
-            end33: Default::default(),
+            occ: Default::default(),
+            s_rem: Default::default(),
+            t_rem: Default::default(),
+            w_rem: Default::default(),
+            c_t: Default::default(),
+            c_w: Default::default(),
+            ahead: Default::default(),
+            n_min: Default::default(),
             th_data: Default::default(),
             th_cm: Default::default(),
             cm_byte: Default::default(),
@@ -748,17 +966,41 @@ impl<const C: usize> Default for TxEngine<C> {
             ssn_out: Default::default(),
             ev: Default::default(),
             want: Default::default(),
-            pf_want: Default::default(),
+            tq_n: Default::default(),
+            rc_n: Default::default(),
+            room: Default::default(),
+            f_can: Default::default(),
+            pf_go: Default::default(),
+            m_grant: Default::default(),
             pf_grant: Default::default(),
-            m_req: Default::default(),
-            m_out: Default::default(),
-            to_pf: Default::default(),
+            tq_w: Default::default(),
+            tq_idx: Default::default(),
+            k_is_desc: Default::default(),
+            k_is_cm: Default::default(),
+            r_end: Default::default(),
+            r_drop: Default::default(),
+            r_desc: Default::default(),
+            r_pay: Default::default(),
+            r_cm: Default::default(),
+            rewind: Default::default(),
+            n_got: Default::default(),
+            desc_out_next: Default::default(),
+            store_addr: Default::default(),
+            fault_w: Default::default(),
+            rc_w: Default::default(),
+            rc_r: Default::default(),
+            r_err: Default::default(),
+            jw_en: Default::default(),
+            jw_bad: Default::default(),
+            jw_refuse: Default::default(),
+            jw_read: Default::default(),
+            jw_reason: Default::default(),
+            jw: Default::default(),
             inc: Default::default(),
             b_take: Default::default(),
             b_idle: Default::default(),
             s_end: Default::default(),
             h_ok: Default::default(),
-            wh_free: Default::default(),
             rptr_next: Default::default(),
         }
     }
@@ -768,24 +1010,34 @@ impl<const C: usize> Logic for TxEngine<C> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, head, stale, desc, fetch, pf_addr, pf_arm, pf_busy, pf_stale,
-            pf_first, pf, pf_done, pf_err, hold, hold_valid, hold_err, req_addr, req_len, op_ok,
-            is_cm, is_write, has_imm, thlen, imm_at, conn_ok, len_bad, conn_q, cm, reason, wh,
-            wcnt, th, j_valid, j_dst_mac, j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp,
+            self, clock, fetch, fetched, pf_addr, pf_n, pf_arm, single, desc_out, desc_drop, dbeat,
+            tq_desc, tq_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done, rc_used, pres, pwr, hend,
+            low_q, cm, cm_busy, lf, la_run, la_cnt, nf, nf_bad, nf_valid, fstate, fdesc, f, op_ok,
+            is_cm, is_write, has_imm, thlen, imm_at, conn_ok, len_bad, chk_q, fbeats, req_addr,
+            req_len, lb, lb_run, lb_cnt, nb, nj, nb_valid, state, head, stale, desc, job, conn_q,
+            reason, th, j_valid, j_dst_mac, j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp,
             j_sport, j_dport, j_opcode, j_se, j_dest, j_ack, j_psn, j_th, j_thlen, j_plen, j_beats,
-            j_half, streaming, left, rptr, cur_half, pend, pend_half, pend_beats, cb_pend,
-            cb_amount
+            j_start, streaming, left, rptr, pend, pend_start, pend_beats, cb_pend, cb_amount
         );
         self.ctab.read_clock.next = self.clock.val();
         self.ctab.write_clock.next = self.clock.val();
+        self.chk.read_clock.next = self.clock.val();
+        self.chk.write_clock.next = self.clock.val();
+        self.dstore_f.read_clock.next = self.clock.val();
+        self.dstore_f.write_clock.next = self.clock.val();
+        self.dstore_b.read_clock.next = self.clock.val();
+        self.dstore_b.write_clock.next = self.clock.val();
+        self.jobs.read_clock.next = self.clock.val();
+        self.jobs.write_clock.next = self.clock.val();
         self.pbuf.read_clock.next = self.clock.val();
         self.pbuf.write_clock.next = self.clock.val();
 
         // ---- Output defaults.
         self.rd_req_valid.next = false;
-        self.rd_req_addr.next = self.req_addr.q.val();
-        self.rd_req_len.next = self.req_len.q.val();
-        self.rd_tready.next = false;
+        self.rd_req_addr.next = self.pf_addr.q.val();
+        self.rd_req_len.next = bit_cast::<16, 4>(self.pf_n.q.val()) << self.k_desc_shift.val();
+        // Every read's data has a place reserved before the read is issued.
+        self.rd_tready.next = true;
         self.ev_valid.next = false;
         self.cnt_valid.next = false;
         self.cnt_index.next = 0.into();
@@ -814,13 +1066,55 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.p_tvalid.next = self.streaming.q.val();
         self.p_tdata.next = self.pbuf.read_data.val();
         self.pbuf.write_enable.next = false;
-        self.pbuf.write_address.next = (bit_cast::<BUF_BITS, 1>(self.wh.q.val()) << 10_u64)
-            | bit_cast::<BUF_BITS, 10>(self.wcnt.q.val());
+        self.pbuf.write_address.next = self.pwr.q.val().get_bits::<BUF_BITS>(0);
         self.pbuf.write_data.next = self.rd_tdata.val();
         self.inc.next = false;
         self.cb_pend.d.next = false;
+        self.jw_en.next = false;
+        self.jw_bad.next = false;
+        self.jw_refuse.next = false;
+        self.jw_read.next = false;
+        self.jw_reason.next = 0.into();
 
-        // ---- Descriptor fields (positions probed from `TxDescriptor::to_bytes`).
+        // ---- Descriptor fields (positions probed from `TxDescriptor::to_bytes`): those the
+        // front end checks, from `fdesc`, and those the back end sends, from `desc`.
+        self.g_opcode.next = self
+            .fdesc
+            .q
+            .val()
+            .get_bits::<8>(self.k_d_opcode.val().index());
+        self.g_flow.next = self
+            .fdesc
+            .q
+            .val()
+            .get_bits::<16>(self.k_d_flow.val().index());
+        self.g_conn.next = self
+            .fdesc
+            .q
+            .val()
+            .get_bits::<32>(self.k_d_conn.val().index());
+        self.g_offset.next = self
+            .fdesc
+            .q
+            .val()
+            .get_bits::<32>(self.k_d_offset.val().index());
+        self.g_msg_len.next = self
+            .fdesc
+            .q
+            .val()
+            .get_bits::<32>(self.k_d_msg_len.val().index());
+        self.g_plen.next = self
+            .fdesc
+            .q
+            .val()
+            .get_bits::<32>(self.k_d_plen.val().index());
+        self.g_laddr.next = self
+            .fdesc
+            .q
+            .val()
+            .get_bits::<64>(self.k_d_laddr.val().index());
+        self.g_end33.next =
+            bit_cast::<33, 32>(self.g_offset.val()) + bit_cast::<33, 32>(self.g_plen.val());
         self.d_opcode.next = self
             .desc
             .q
@@ -866,11 +1160,6 @@ impl<const C: usize> Logic for TxEngine<C> {
             .val()
             .get_bits::<32>(self.k_d_plen.val().index());
         self.d_imm.next = self.desc.q.val().get_bits::<32>(self.k_d_imm.val().index());
-        self.d_laddr.next = self
-            .desc
-            .q
-            .val()
-            .get_bits::<64>(self.k_d_laddr.val().index());
         self.d_va.next = self.desc.q.val().get_bits::<64>(self.k_d_va.val().index());
         self.d_rkey.next = self
             .desc
@@ -881,6 +1170,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         // ---- Connection table: table words in, the internal entry layout stored:
         // 0 valid | 1 ipv6 | 2 vlan | 3..19 TCI | 19..25 DSCP | 25..49 peer connection |
         // 49..65 flow count | 65..113 peer MAC | 113..241 local IP | 241..369 peer IP.
+        // The front end's copy: 0 valid | 1..17 flow count.
         self.t_lip.next = 0.into();
         self.t_pip.next = 0.into();
         for w in 0_usize..4 {
@@ -941,8 +1231,15 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.ctab.write_enable.next = self.tbl_write.val();
         self.ctab.write_address.next = self.tbl_index.val();
         self.ctab.write_data.next = self.t_entry.val();
-        // The descriptor register holds still from `Decode` on, so the entry of its
-        // connection is on the RAM output from `Conn` on.
+        self.chk.write_enable.next = self.tbl_write.val();
+        self.chk.write_address.next = self.tbl_index.val();
+        self.chk.write_data.next = bit_cast::<17, 1>(self.t_entry.val().get_bits::<1>(0))
+            | (bit_cast::<17, 16>(self.t_entry.val().get_bits::<16>(49)) << 1_u64);
+        // Each machine's descriptor register holds still from the cycle after it is loaded,
+        // so its connection's entry is on the RAM output from the cycle after that on.
+        self.chk.read_address.next = bit_cast::<C, 32>(self.g_conn.val());
+        self.c_valid.next = self.chk_q.q.val().get_bit(0);
+        self.c_fcount.next = self.chk_q.q.val().get_bits::<16>(1);
         self.ctab.read_address.next = bit_cast::<C, 32>(self.d_conn.val());
         self.e_valid.next = self.conn_q.q.val().get_bit(0);
         self.e_ipv6.next = self.conn_q.q.val().get_bit(1);
@@ -955,8 +1252,23 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.e_lip.next = self.conn_q.q.val().get_bits::<128>(113);
         self.e_pip.next = self.conn_q.q.val().get_bits::<128>(241);
 
-        // ---- Ring: the slot address of the next descriptor to fetch (registered: `pf_arm`
-        // keeps the prefetcher still for the cycle after a ring reset, while it settles).
+        // ---- Job records: 0 fetch fault | 1 refused | 2..10 reason | 10 read issued | 11 CM |
+        // 12 Write | 13 immediate | 14..20 transport header length | 20..29 immediate position.
+        self.n_bad.next = self.nj.q.val().get_bit(0);
+        self.n_refuse.next = self.nj.q.val().get_bit(1);
+        self.n_reason.next = self.nj.q.val().get_bits::<8>(2);
+        self.b_read.next = self.job.q.val().get_bit(10);
+        self.b_is_cm.next = self.job.q.val().get_bit(11);
+        self.b_is_write.next = self.job.q.val().get_bit(12);
+        self.b_has_imm.next = self.job.q.val().get_bit(13);
+        self.b_thlen.next = self.job.q.val().get_bits::<6>(14);
+        self.b_imm_at.next = self.job.q.val().get_bits::<9>(20);
+        self.b_beats.next = bit_cast::<PTR_BITS, 32>((self.d_plen.val() + 7_u64) >> 3_u64);
+
+        // ---- Fetcher: the next batch, from registers into registers (`pf_n`, `pf_addr`), so
+        // that the 32-bit differences do not reach the read request in the same cycle. A
+        // batch ends at the tail, at the ring's wrap, at the store's free slots and at
+        // `MAX_BATCH`; after a faulted batch, one descriptor per read (`single`).
         self.want.next = self.enable.val()
             & (self.txq_log_size.val() != 0_u64)
             & (self.head.q.val() != self.txq_tail.val());
@@ -964,18 +1276,351 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.desc_addr.next = self.txq_base.val()
             + (bit_cast::<64, 32>(self.fetch.q.val() & self.mask.val()) << self.k_desc_shift.val());
         self.pf_addr.d.next = self.desc_addr.val();
-        self.pf_arm.d.next = !self.txq_reset.val() & !self.reset.val();
+        self.occ.next =
+            self.fetch.q.val().get_bits::<IDX_BITS>(0) - self.head.q.val().get_bits::<IDX_BITS>(0);
+        self.s_rem.next = self.k_slots.val() - self.occ.val();
+        self.t_rem.next = self.txq_tail.val() - self.fetch.q.val();
+        self.w_rem.next = (!self.fetch.q.val() & self.mask.val()) + 1_u64;
+        self.c_t.next = self.k_batch.val();
+        if (self.t_rem.val() >> 3_u64) == 0_u64 {
+            self.c_t.next = self.t_rem.val().get_bits::<4>(0);
+        }
+        self.c_w.next = self.k_batch.val();
+        if (self.w_rem.val() >> 3_u64) == 0_u64 {
+            self.c_w.next = self.w_rem.val().get_bits::<4>(0);
+        }
+        self.n_min.next = self.c_t.val();
+        if self.c_w.val() < self.n_min.val() {
+            self.n_min.next = self.c_w.val();
+        }
+        if (self.single.q.val() != 0_u64) & (self.n_min.val() != 0_u64) {
+            self.n_min.next = 1.into();
+        }
+        // A whole batch waits for room in the store and in the lookahead: fewer, larger reads.
+        self.ahead.next =
+            self.k_ahead.val() - (self.fetch.q.val().get_bits::<IDX_BITS>(0) - self.lf.q.val());
+        if (self.s_rem.val() < bit_cast::<IDX_BITS, 4>(self.n_min.val()))
+            | (self.ahead.val() < bit_cast::<IDX_BITS, 4>(self.n_min.val()))
+            | (self.txq_log_size.val() == 0_u64)
+        {
+            self.n_min.next = 0.into();
+        }
+        self.pf_n.d.next = self.n_min.val();
 
-        // ---- Checks and headers.
-        self.end33.next =
-            bit_cast::<33, 32>(self.d_offset.val()) + bit_cast::<33, 32>(self.d_plen.val());
+        // ---- The read channel: the front end's read goes first; the fetcher's when the
+        // front end has none. Every read needs a tag entry; a CM or payload read also a fault
+        // bit, and a payload read room for all its beats in the ring buffer.
+        self.tq_n.next = self.tq_wr.q.val() - self.tq_rd.q.val();
+        self.rc_n.next = self.rc_iss.q.val() - self.rc_used.q.val();
+        self.room.next = self.k_buf_beats.val() - (self.pres.q.val() - self.low_q.q.val());
+        self.f_can.next = (self.fstate.q.val() == FState::Issue)
+            & (self.tq_n.val() != self.k_tags.val())
+            & (self.rc_n.val() != self.k_tags.val())
+            & !self.txq_reset.val()
+            & !self.reset.val();
+        if self.is_cm.q.val() {
+            self.f_can.next = self.f_can.val() & !self.cm_busy.q.val();
+        } else {
+            self.f_can.next = self.f_can.val() & (self.fbeats.q.val() <= self.room.val());
+        }
+        self.pf_go.next = self.pf_arm.q.val()
+            & (self.pf_n.q.val() != 0_u64)
+            & self.enable.val()
+            & (self.tq_n.val() != self.k_tags.val())
+            & !self.f_can.val()
+            & !self.txq_reset.val()
+            & !self.reset.val();
+        if self.f_can.val() {
+            self.rd_req_valid.next = true;
+            self.rd_req_addr.next = self.req_addr.q.val();
+            self.rd_req_len.next = self.req_len.q.val();
+        }
+        if self.pf_go.val() {
+            self.rd_req_valid.next = true;
+        }
+        self.m_grant.next = self.f_can.val() & self.rd_req_ready.val();
+        self.pf_grant.next = self.pf_go.val() & self.rd_req_ready.val();
+        self.tq_w.next = self.tq_wr.q.val().get_bits::<TAG_BITS>(0);
+        if self.m_grant.val() | self.pf_grant.val() {
+            self.tq_wr.d.next = self.tq_wr.q.val() + 1_u64;
+            self.tq_desc.d.next = self.tq_desc.q.val() & !(self.k_bit.val() << self.tq_w.val());
+            if self.pf_grant.val() {
+                self.tq_desc.d.next = self.tq_desc.q.val() | (self.k_bit.val() << self.tq_w.val());
+            }
+            self.tq_cm.d.next = self.tq_cm.q.val() & !(self.k_bit.val() << self.tq_w.val());
+            if self.m_grant.val() & self.is_cm.q.val() {
+                self.tq_cm.d.next = self.tq_cm.q.val() | (self.k_bit.val() << self.tq_w.val());
+            }
+        }
+        self.pf_arm.d.next = !self.pf_grant.val() & !self.txq_reset.val() & !self.reset.val();
+        if self.pf_grant.val() {
+            self.fetch.d.next = self.fetch.q.val() + bit_cast::<32, 4>(self.pf_n.q.val());
+            if self.single.q.val() != 0_u64 {
+                self.single.d.next = self.single.q.val() - 1_u64;
+            }
+        }
+
+        // ---- Read data, routed by the oldest tag. Dropped: everything while `drain` reads
+        // of an old ring remain, and descriptor reads issued after a faulted batch.
+        self.tq_idx.next = self.tq_rd.q.val().get_bits::<TAG_BITS>(0);
+        self.k_is_desc.next = self.tq_desc.q.val().get_bit(self.tq_idx.val().index());
+        self.k_is_cm.next = self.tq_cm.q.val().get_bit(self.tq_idx.val().index());
+        self.r_end.next = self.rd_tvalid.val() & self.rd_tlast.val();
+        self.r_drop.next = (self.drain.q.val() != 0_u64)
+            | (self.k_is_desc.val() & (self.desc_drop.q.val() != 0_u64))
+            | self.txq_reset.val()
+            | self.reset.val();
+        self.r_desc.next = self.rd_tvalid.val() & !self.r_drop.val() & self.k_is_desc.val();
+        self.r_pay.next =
+            self.rd_tvalid.val() & !self.r_drop.val() & !self.k_is_desc.val() & !self.k_is_cm.val();
+        self.r_cm.next = self.rd_tvalid.val() & !self.r_drop.val() & self.k_is_cm.val();
+        // Descriptor beats: the batch lands at the slots from `fetched` on.
+        self.store_addr.next =
+            (bit_cast::<STORE_BITS, SLOT_BITS>(self.fetched.q.val().get_bits::<SLOT_BITS>(0))
+                << 3_u64)
+                + bit_cast::<STORE_BITS, 6>(self.dbeat.q.val());
+        self.fault_w.next = bit_cast::<65, 64>(self.rd_tdata.val());
+        if self.rd_tlast.val() & self.rd_terror.val() {
+            self.fault_w.next = self.fault_w.val() | self.k_fault.val();
+        }
+        self.dstore_f.write_address.next = self.store_addr.val();
+        self.dstore_f.write_data.next = self.fault_w.val();
+        self.dstore_f.write_enable.next = self.r_desc.val();
+        self.dstore_b.write_address.next = self.store_addr.val();
+        self.dstore_b.write_data.next = self.rd_tdata.val();
+        self.dstore_b.write_enable.next = self.r_desc.val();
+        self.n_got.next = bit_cast::<4, 3>(self.dbeat.q.val().get_bits::<3>(3)) + 1_u64;
+        self.rewind.next = false;
+        if self.r_desc.val() {
+            self.dbeat.d.next = self.dbeat.q.val() + 1_u64;
+            if self.rd_tlast.val() {
+                self.dbeat.d.next = 0.into();
+                if self.rd_terror.val() & (self.n_got.val() != 1_u64) {
+                    // A batch faulted: which of its slots did is unknown, so each is read
+                    // again alone (a single read's fault is the descriptor's).
+                    self.rewind.next = true;
+                } else {
+                    self.fetched.d.next =
+                        self.fetched.q.val() + bit_cast::<32, 4>(self.n_got.val());
+                }
+            }
+        }
+        self.desc_out_next.next = self.desc_out.q.val();
+        if self.pf_grant.val() {
+            self.desc_out_next.next = self.desc_out_next.val() + 1_u64;
+        }
+        if self.r_end.val() & self.k_is_desc.val() {
+            self.desc_out_next.next = self.desc_out_next.val() - 1_u64;
+        }
+        self.desc_out.d.next = self.desc_out_next.val();
+        if self.r_end.val() {
+            self.tq_rd.d.next = self.tq_rd.q.val() + 1_u64;
+            if self.drain.q.val() != 0_u64 {
+                self.drain.d.next = self.drain.q.val() - 1_u64;
+            } else if self.k_is_desc.val() & (self.desc_drop.q.val() != 0_u64) {
+                self.desc_drop.d.next = self.desc_drop.q.val() - 1_u64;
+            }
+        }
+        if self.rewind.val() {
+            // Every descriptor read still outstanding was issued after the faulted one.
+            self.fetch.d.next = self.fetched.q.val();
+            self.single.d.next = self.n_got.val();
+            self.desc_drop.d.next = self.desc_out_next.val();
+            self.pf_arm.d.next = false;
+        }
+        if self.r_pay.val() {
+            self.pbuf.write_enable.next = true;
+            self.pwr.d.next = self.pwr.q.val() + 1_u64;
+        }
+        if self.r_cm.val() {
+            self.cm.d.next =
+                (self.cm.q.val() >> 64_u64) | (bit_cast::<256, 64>(self.rd_tdata.val()) << 192_u64);
+        }
+        self.rc_w.next = self.rc_done.q.val().get_bits::<TAG_BITS>(0);
+        if (self.r_pay.val() | self.r_cm.val()) & self.rd_tlast.val() {
+            self.rc_done.d.next = self.rc_done.q.val() + 1_u64;
+            self.rerr.d.next = self.rerr.q.val() & !(self.k_bit.val() << self.rc_w.val());
+            if self.rd_terror.val() {
+                self.rerr.d.next = self.rerr.q.val() | (self.k_bit.val() << self.rc_w.val());
+            }
+        }
+
+        // ---- Front end's loader: the eight beats of descriptor `lf` into `nf` (the store's
+        // read is registered: the address runs one beat ahead of the data).
+        self.dstore_f.read_address.next =
+            (bit_cast::<STORE_BITS, SLOT_BITS>(self.lf.q.val().get_bits::<SLOT_BITS>(0)) << 3_u64)
+                | bit_cast::<STORE_BITS, 3>(self.la_cnt.q.val().get_bits::<3>(0));
+        if !self.la_run.q.val()
+            & !self.nf_valid.q.val()
+            & (self.lf.q.val() != self.fetched.q.val().get_bits::<IDX_BITS>(0))
+        {
+            self.la_run.d.next = true;
+            self.la_cnt.d.next = 1.into();
+        }
+        if self.la_run.q.val() {
+            self.nf.d.next = (self.nf.q.val() >> 64_u64)
+                | (bit_cast::<512, 64>(self.dstore_f.read_data.val().get_bits::<64>(0)) << 448_u64);
+            self.la_cnt.d.next = self.la_cnt.q.val() + 1_u64;
+            if self.la_cnt.q.val() == 8_u64 {
+                self.la_run.d.next = false;
+                self.la_cnt.d.next = 0.into();
+                self.nf_valid.d.next = true;
+                self.nf_bad.d.next = self.dstore_f.read_data.val().get_bit(64);
+                self.lf.d.next = self.lf.q.val() + 1_u64;
+            }
+        }
+
+        // ---- Front end: checks in the model's order, then the read.
+        match self.fstate.q.val() {
+            FState::Idle => {
+                if self.nf_valid.q.val() & self.enable.val() & !self.txq_reset.val() {
+                    self.fdesc.d.next = self.nf.q.val();
+                    self.nf_valid.d.next = false;
+                    if self.nf_bad.q.val() {
+                        self.jw_en.next = true;
+                        self.jw_bad.next = true;
+                    } else {
+                        self.fstate.d.next = FState::Decode;
+                    }
+                }
+            }
+            FState::Decode => {
+                self.op_ok.d.next = self.k_opcode_ok.val().get_bit(self.g_opcode.val().index());
+                self.is_cm.d.next = self.g_opcode.val() == self.k_op_cm.val();
+                self.thlen.d.next = self.k_cm_thlen.val();
+                self.is_write.d.next = false;
+                self.has_imm.d.next = false;
+                self.imm_at.d.next = 0.into();
+                for j in 0_usize..4 {
+                    if self.g_opcode.val() == self.k_data_op[j].val() {
+                        self.thlen.d.next = self.k_data_thlen[j].val();
+                        self.is_write.d.next = self.k_data_write[j].val();
+                        self.has_imm.d.next = self.k_data_imm[j].val();
+                        self.imm_at.d.next = self.k_data_imm_at[j].val();
+                    }
+                }
+                self.conn_ok.d.next =
+                    bit_cast::<33, 32>(self.g_conn.val()) < self.k_conn_limit.val();
+                self.len_bad.d.next = (self.g_plen.val() > self.k_max_plen.val())
+                    | (self.g_end33.val() > bit_cast::<33, 32>(self.g_msg_len.val()));
+                self.fstate.d.next = FState::Conn;
+            }
+            FState::Conn => {
+                self.chk_q.d.next = self.chk.read_data.val();
+                self.fstate.d.next = FState::Check;
+            }
+            FState::Check => {
+                self.req_addr.d.next = self.g_laddr.val();
+                self.fbeats.d.next = bit_cast::<PTR_BITS, 32>((self.g_plen.val() + 7_u64) >> 3_u64);
+                self.fstate.d.next = FState::Idle;
+                if !self.op_ok.q.val() {
+                    self.jw_en.next = true;
+                    self.jw_refuse.next = true;
+                    self.jw_reason.next = self.k_r_bad_opcode.val();
+                } else if !self.conn_ok.q.val() | !self.c_valid.val() {
+                    self.jw_en.next = true;
+                    self.jw_refuse.next = true;
+                    self.jw_reason.next = self.k_r_unknown.val();
+                } else if self.is_cm.q.val() {
+                    if self.g_plen.val() != self.k_cm_len.val() {
+                        self.jw_en.next = true;
+                        self.jw_refuse.next = true;
+                        self.jw_reason.next = self.k_r_bad_length.val();
+                    } else {
+                        self.req_len.d.next = bit_cast::<16, 32>(self.k_cm_len.val());
+                        self.fstate.d.next = FState::Issue;
+                    }
+                } else if self.g_flow.val() >= self.c_fcount.val() {
+                    self.jw_en.next = true;
+                    self.jw_refuse.next = true;
+                    self.jw_reason.next = self.k_r_bad_flow.val();
+                } else if self.len_bad.q.val() {
+                    self.jw_en.next = true;
+                    self.jw_refuse.next = true;
+                    self.jw_reason.next = self.k_r_bad_length.val();
+                } else if self.g_plen.val() == 0_u64 {
+                    // Nothing to read: a zero-length DMA read has no beat to carry `tlast`.
+                    self.jw_en.next = true;
+                } else {
+                    self.req_len.d.next = bit_cast::<16, 32>(self.g_plen.val());
+                    self.fstate.d.next = FState::Issue;
+                }
+            }
+            FState::Issue => {
+                if self.m_grant.val() {
+                    self.jw_en.next = true;
+                    self.jw_read.next = true;
+                    self.rc_iss.d.next = self.rc_iss.q.val() + 1_u64;
+                    if self.is_cm.q.val() {
+                        self.cm_busy.d.next = true;
+                    } else {
+                        self.pres.d.next = self.pres.q.val() + self.fbeats.q.val();
+                    }
+                    self.fstate.d.next = FState::Idle;
+                }
+            }
+            _ => {
+                self.fstate.d.next = FState::Idle;
+            }
+        }
+        self.jw.next = (bit_cast::<JOB_BITS, 8>(self.jw_reason.val()) << 2_u64)
+            | (bit_cast::<JOB_BITS, 6>(self.thlen.q.val()) << 14_u64)
+            | (bit_cast::<JOB_BITS, 9>(self.imm_at.q.val()) << 20_u64);
+        if self.jw_bad.val() {
+            self.jw.next = self.jw.val() | self.k_job_bit.val();
+        }
+        if self.jw_refuse.val() {
+            self.jw.next = self.jw.val() | (self.k_job_bit.val() << 1_u64);
+        }
+        if self.jw_read.val() {
+            self.jw.next = self.jw.val() | (self.k_job_bit.val() << 10_u64);
+        }
+        if self.is_cm.q.val() {
+            self.jw.next = self.jw.val() | (self.k_job_bit.val() << 11_u64);
+        }
+        if self.is_write.q.val() {
+            self.jw.next = self.jw.val() | (self.k_job_bit.val() << 12_u64);
+        }
+        if self.has_imm.q.val() {
+            self.jw.next = self.jw.val() | (self.k_job_bit.val() << 13_u64);
+        }
+        self.jobs.write_address.next = self.f.q.val().get_bits::<SLOT_BITS>(0);
+        self.jobs.write_data.next = self.jw.val();
+        self.jobs.write_enable.next = self.jw_en.val();
+        if self.jw_en.val() {
+            self.f.d.next = self.f.q.val() + 1_u64;
+        }
+
+        // ---- Back end's loader: descriptor `lb` into `nb` and its job record into `nj`.
+        self.dstore_b.read_address.next =
+            (bit_cast::<STORE_BITS, SLOT_BITS>(self.lb.q.val().get_bits::<SLOT_BITS>(0)) << 3_u64)
+                | bit_cast::<STORE_BITS, 3>(self.lb_cnt.q.val().get_bits::<3>(0));
+        self.jobs.read_address.next = self.lb.q.val().get_bits::<SLOT_BITS>(0);
+        if !self.lb_run.q.val() & !self.nb_valid.q.val() & (self.lb.q.val() != self.f.q.val()) {
+            self.lb_run.d.next = true;
+            self.lb_cnt.d.next = 1.into();
+        }
+        if self.lb_run.q.val() {
+            self.nb.d.next = (self.nb.q.val() >> 64_u64)
+                | (bit_cast::<512, 64>(self.dstore_b.read_data.val()) << 448_u64);
+            self.lb_cnt.d.next = self.lb_cnt.q.val() + 1_u64;
+            if self.lb_cnt.q.val() == 8_u64 {
+                self.lb_run.d.next = false;
+                self.lb_cnt.d.next = 0.into();
+                self.nb_valid.d.next = true;
+                self.nj.d.next = self.jobs.read_data.val();
+                self.lb.d.next = self.lb.q.val() + 1_u64;
+            }
+        }
+
+        // ---- Checks and headers (back end).
         self.cm_kind.next = self
             .cm
             .q
             .val()
             .get_bits::<8>(self.k_cm_kind_at.val().index());
         self.ssn_out.next = self.d_ssn.val();
-        if self.is_write.q.val() {
+        if self.b_is_write.val() {
             self.ssn_out.next = 0.into();
         }
         self.th_data.next = (bit_cast::<384, 16>(self.d_flow.val()) << self.k_th_flow.val())
@@ -985,14 +1630,14 @@ impl<const C: usize> Logic for TxEngine<C> {
             | (bit_cast::<384, 32>(self.d_offset.val()) << self.k_th_offset.val())
             | (bit_cast::<384, 32>(self.d_msg_len.val()) << self.k_th_msg_len.val())
             | (bit_cast::<384, 32>(self.now_ns.val().get_bits::<32>(0)) << self.k_th_ts.val());
-        if self.is_write.q.val() {
+        if self.b_is_write.val() {
             self.th_data.next = self.th_data.val()
                 | (bit_cast::<384, 64>(self.d_va.val()) << self.k_th_va.val())
                 | (bit_cast::<384, 32>(self.d_rkey.val()) << self.k_th_rkey.val());
         }
-        if self.has_imm.q.val() {
+        if self.b_has_imm.val() {
             self.th_data.next =
-                self.th_data.val() | (bit_cast::<384, 32>(self.d_imm.val()) << self.imm_at.q.val());
+                self.th_data.val() | (bit_cast::<384, 32>(self.d_imm.val()) << self.b_imm_at.val());
         }
         // The CM message goes out as read (its bytes are the header, first byte on top).
         self.th_cm.next = 0.into();
@@ -1029,122 +1674,81 @@ impl<const C: usize> Logic for TxEngine<C> {
             self.pend.d.next = false;
             self.streaming.d.next = true;
             self.left.d.next = self.pend_beats.q.val();
-            self.cur_half.d.next = self.pend_half.q.val();
-            self.rptr_next.next = bit_cast::<BUF_BITS, 1>(self.pend_half.q.val()) << 10_u64;
+            self.rptr_next.next = self.pend_start.q.val();
         }
         if self.j_valid.q.val() & self.f_ready.val() {
             self.j_valid.d.next = false;
             if self.j_beats.q.val() != 0_u64 {
                 if self.streaming.q.val() & !self.s_end.val() {
                     self.pend.d.next = true;
-                    self.pend_half.d.next = self.j_half.q.val();
+                    self.pend_start.d.next = self.j_start.q.val();
                     self.pend_beats.d.next = self.j_beats.q.val();
                 } else {
                     self.streaming.d.next = true;
                     self.left.d.next = self.j_beats.q.val();
-                    self.cur_half.d.next = self.j_half.q.val();
-                    self.rptr_next.next = bit_cast::<BUF_BITS, 1>(self.j_half.q.val()) << 10_u64;
+                    self.rptr_next.next = self.j_start.q.val();
                 }
             }
         }
-        // The payload read goes into half `wh` only once no stream is still to read it.
-        self.wh_free.next = !(self.streaming.q.val() & (self.cur_half.q.val() == self.wh.q.val()))
-            & !(self.pend.q.val() & (self.pend_half.q.val() == self.wh.q.val()))
-            & !(self.j_valid.q.val()
-                & (self.j_half.q.val() == self.wh.q.val())
-                & (self.j_beats.q.val() != 0_u64));
         self.rptr.d.next = self.rptr_next.val();
-        self.pbuf.read_address.next = self.rptr_next.val();
+        self.pbuf.read_address.next = self.rptr_next.val().get_bits::<BUF_BITS>(0);
+        // The oldest beat still to stream: the streaming frame's, else the handed-over
+        // request's, else the end of what was handed over. It only moves forward, so its
+        // registered (late) value leaves the front end less room, never too much.
+        self.low_q.d.next = self.hend.q.val();
+        if self.j_valid.q.val() {
+            self.low_q.d.next = self.j_start.q.val();
+        }
+        if self.streaming.q.val() {
+            self.low_q.d.next = self.rptr.q.val();
+        }
 
-        // ---- The descriptor machine.
+        // ---- Back end: one descriptor at a time, in ring order.
+        self.rc_r.next = self.rc_used.q.val().get_bits::<TAG_BITS>(0);
+        self.r_err.next = self.rerr.q.val().get_bit(self.rc_r.val().index());
         match self.state.q.val() {
             State::Idle => {
-                if self.hold_valid.q.val() & self.enable.val() & !self.txq_reset.val() {
-                    self.desc.d.next = self.hold.q.val();
-                    self.hold_valid.d.next = false;
-                    if self.hold_err.q.val() {
+                if self.nb_valid.q.val() & !self.txq_reset.val() {
+                    self.desc.d.next = self.nb.q.val();
+                    self.job.d.next = self.nj.q.val();
+                    self.nb_valid.d.next = false;
+                    if self.n_bad.val() {
                         self.state.d.next = State::BadDesc;
+                    } else if self.n_refuse.val() {
+                        self.reason.d.next = self.n_reason.val();
+                        self.state.d.next = State::Refuse;
                     } else {
-                        self.state.d.next = State::Decode;
+                        self.state.d.next = State::Addr;
                     }
                 }
             }
-            State::Decode => {
-                self.op_ok.d.next = self.k_opcode_ok.val().get_bit(self.d_opcode.val().index());
-                self.is_cm.d.next = self.d_opcode.val() == self.k_op_cm.val();
-                self.thlen.d.next = self.k_cm_thlen.val();
-                self.is_write.d.next = false;
-                self.has_imm.d.next = false;
-                self.imm_at.d.next = 0.into();
-                for j in 0_usize..4 {
-                    if self.d_opcode.val() == self.k_data_op[j].val() {
-                        self.thlen.d.next = self.k_data_thlen[j].val();
-                        self.is_write.d.next = self.k_data_write[j].val();
-                        self.has_imm.d.next = self.k_data_imm[j].val();
-                        self.imm_at.d.next = self.k_data_imm_at[j].val();
-                    }
-                }
-                self.conn_ok.d.next =
-                    bit_cast::<33, 32>(self.d_conn.val()) < self.k_conn_limit.val();
-                self.len_bad.d.next = (self.d_plen.val() > self.k_max_plen.val())
-                    | (self.end33.val() > bit_cast::<33, 32>(self.d_msg_len.val()));
+            State::Addr => {
                 self.state.d.next = State::Conn;
             }
             State::Conn => {
-                self.conn_q.d.next = self.ctab.read_data.val();
-                self.state.d.next = State::Check;
-            }
-            State::Check => {
                 // A data frame's transport header (a CM frame's is built after its read).
+                self.conn_q.d.next = self.ctab.read_data.val();
                 self.th.d.next = self.th_data.val();
-                self.req_addr.d.next = self.d_laddr.val();
-                self.wcnt.d.next = 0.into();
-                if !self.op_ok.q.val() {
-                    self.reason.d.next = self.k_r_bad_opcode.val();
-                    self.state.d.next = State::Refuse;
-                } else if !self.conn_ok.q.val() | !self.e_valid.val() {
-                    self.reason.d.next = self.k_r_unknown.val();
-                    self.state.d.next = State::Refuse;
-                } else if self.is_cm.q.val() {
-                    if self.d_plen.val() != self.k_cm_len.val() {
-                        self.reason.d.next = self.k_r_bad_length.val();
-                        self.state.d.next = State::Refuse;
-                    } else {
-                        self.req_len.d.next = bit_cast::<16, 32>(self.k_cm_len.val());
-                        self.state.d.next = State::CmReq;
-                    }
-                } else if self.d_flow.val() >= self.e_fcount.val() {
-                    self.reason.d.next = self.k_r_bad_flow.val();
-                    self.state.d.next = State::Refuse;
-                } else if self.len_bad.q.val() {
-                    self.reason.d.next = self.k_r_bad_length.val();
-                    self.state.d.next = State::Refuse;
-                } else if self.d_plen.val() == 0_u64 {
-                    // Nothing to read: a zero-length DMA read has no beat to carry `tlast`.
+                self.state.d.next = State::Wait;
+            }
+            State::Wait => {
+                if !self.b_read.val() {
                     self.state.d.next = State::Handoff;
-                } else {
-                    self.req_len.d.next = bit_cast::<16, 32>(self.d_plen.val());
-                    self.state.d.next = State::PayReq;
-                }
-            }
-            State::CmReq => {
-                self.rd_req_valid.next = true;
-                if self.rd_req_ready.val() {
-                    self.state.d.next = State::CmData;
-                }
-            }
-            State::CmData => {
-                self.rd_tready.next = true;
-                if self.rd_tvalid.val() & !self.to_pf.val() {
-                    self.cm.d.next = (self.cm.q.val() >> 64_u64)
-                        | (bit_cast::<256, 64>(self.rd_tdata.val()) << 192_u64);
-                    if self.rd_tlast.val() {
-                        if self.rd_terror.val() {
-                            self.reason.d.next = self.k_r_dma.val();
-                            self.state.d.next = State::Refuse;
+                } else if (self.rc_done.q.val() != self.rc_used.q.val()) & !self.txq_reset.val() {
+                    self.rc_used.d.next = self.rc_used.q.val() + 1_u64;
+                    if self.r_err.val() {
+                        self.reason.d.next = self.k_r_dma.val();
+                        self.state.d.next = State::Refuse;
+                        if self.b_is_cm.val() {
+                            self.cm_busy.d.next = false;
                         } else {
-                            self.state.d.next = State::CmCheck;
+                            // The faulted payload's beats are skipped.
+                            self.hend.d.next = self.hend.q.val() + self.b_beats.val();
                         }
+                    } else if self.b_is_cm.val() {
+                        self.state.d.next = State::CmCheck;
+                    } else {
+                        self.state.d.next = State::Handoff;
                     }
                 }
             }
@@ -1153,37 +1757,17 @@ impl<const C: usize> Logic for TxEngine<C> {
                     self.state.d.next = State::Build;
                 } else {
                     self.reason.d.next = self.k_r_bad_length.val();
+                    self.cm_busy.d.next = false;
                     self.state.d.next = State::Refuse;
-                }
-            }
-            State::PayReq => {
-                self.rd_req_valid.next = self.wh_free.val();
-                if self.wh_free.val() & self.rd_req_ready.val() {
-                    self.state.d.next = State::PayData;
-                }
-            }
-            State::PayData => {
-                // Into the buffer half the streamer is not reading.
-                self.rd_tready.next = true;
-                if self.rd_tvalid.val() & !self.to_pf.val() {
-                    self.pbuf.write_enable.next = true;
-                    self.wcnt.d.next = self.wcnt.q.val() + 1_u64;
-                    if self.rd_tlast.val() {
-                        if self.rd_terror.val() {
-                            self.reason.d.next = self.k_r_dma.val();
-                            self.state.d.next = State::Refuse;
-                        } else {
-                            self.state.d.next = State::Handoff;
-                        }
-                    }
                 }
             }
             State::Build => {
                 self.th.d.next = self.th_cm.val();
+                self.cm_busy.d.next = false;
                 self.state.d.next = State::Handoff;
             }
             State::Handoff => {
-                if self.h_ok.val() {
+                if self.h_ok.val() & !self.txq_reset.val() {
                     self.j_valid.d.next = true;
                     self.j_dst_mac.d.next = self.e_mac.val();
                     self.j_src_mac.d.next = self.src_mac.val();
@@ -1202,24 +1786,23 @@ impl<const C: usize> Logic for TxEngine<C> {
                     self.j_psn.d.next =
                         bit_cast::<24, 32>(self.d_fsn.val() & self.k_fsn_mask.val());
                     self.j_th.d.next = self.th.q.val();
-                    self.j_thlen.d.next = self.thlen.q.val();
-                    if self.is_cm.q.val() {
+                    self.j_thlen.d.next = self.b_thlen.val();
+                    self.j_start.d.next = self.hend.q.val();
+                    if self.b_is_cm.val() {
                         self.j_plen.d.next = 0.into();
                         self.j_beats.d.next = 0.into();
                     } else {
                         self.j_plen.d.next = bit_cast::<14, 32>(self.d_plen.val());
-                        self.j_beats.d.next =
-                            bit_cast::<11, 32>((self.d_plen.val() + 7_u64) >> 3_u64);
+                        self.j_beats.d.next = self.b_beats.val();
+                        self.hend.d.next = self.hend.q.val() + self.b_beats.val();
                     }
-                    self.j_half.d.next = self.wh.q.val();
-                    self.wh.d.next = !self.wh.q.val();
                     self.cnt_valid.next = true;
                     self.cnt_index.next = self.k_c_packets.val();
                     self.cnt_amount.next = 1.into();
                     // The byte count follows in the next cycle, beside `Idle`.
                     self.cb_pend.d.next = true;
                     self.cb_amount.d.next = 0.into();
-                    if !self.is_cm.q.val() {
+                    if !self.b_is_cm.val() {
                         self.cb_amount.d.next = bit_cast::<16, 32>(self.d_plen.val());
                     }
                     self.state.d.next = State::Idle;
@@ -1256,63 +1839,8 @@ impl<const C: usize> Logic for TxEngine<C> {
             self.inc.next = true;
         }
 
-        // ---- Descriptor prefetch. While the machine above works on one descriptor, the next
-        // is read into `pf` and then waits in `hold`, so that back-to-back descriptors do not
-        // pay for their own fetch. The read channel is shared: the machine's CM and payload
-        // reads go first, and at most one read of each is outstanding. Data comes back in
-        // request order, so `pf_first` (the prefetch read is the older one) says whose beats
-        // arrive. A prefetch read starts only when `pf` is empty, so its beats always have a
-        // place and never block a payload read behind them.
-        self.m_req.next = (self.state.q.val() == State::CmReq)
-            | ((self.state.q.val() == State::PayReq) & self.wh_free.val());
-        self.m_out.next =
-            (self.state.q.val() == State::CmData) | (self.state.q.val() == State::PayData);
-        self.to_pf.next = self.pf_busy.q.val() & (self.pf_first.q.val() | !self.m_out.val());
-        self.pf_want.next = self.enable.val()
-            & (self.txq_log_size.val() != 0_u64)
-            & (self.fetch.q.val() != self.txq_tail.val())
-            & !self.pf_busy.q.val()
-            & !self.pf_done.q.val()
-            & self.pf_arm.q.val()
-            & !self.txq_reset.val();
-        self.pf_grant.next = self.pf_want.val() & !self.m_req.val() & self.rd_req_ready.val();
-        if self.pf_want.val() & !self.m_req.val() {
-            self.rd_req_valid.next = true;
-            self.rd_req_addr.next = self.pf_addr.q.val();
-            self.rd_req_len.next = self.k_desc_len.val();
-        }
-        if self.pf_grant.val() {
-            self.pf_busy.d.next = true;
-            self.pf_first.d.next = !self.m_out.val();
-            self.fetch.d.next = self.fetch.q.val() + 1_u64;
-        }
-        if self.m_req.val() & self.rd_req_ready.val() {
-            self.pf_first.d.next = true;
-        }
-        if self.to_pf.val() {
-            self.rd_tready.next = true;
-            if self.rd_tvalid.val() {
-                self.pf.d.next = (self.pf.q.val() >> 64_u64)
-                    | (bit_cast::<512, 64>(self.rd_tdata.val()) << 448_u64);
-                if self.rd_tlast.val() {
-                    self.pf_busy.d.next = false;
-                    self.pf_stale.d.next = false;
-                    if !self.pf_stale.q.val() {
-                        self.pf_done.d.next = true;
-                        self.pf_err.d.next = self.rd_terror.val();
-                    }
-                }
-            }
-        }
-        if self.pf_done.q.val() & !self.hold_valid.q.val() {
-            self.hold.d.next = self.pf.q.val();
-            self.hold_err.d.next = self.pf_err.q.val();
-            self.hold_valid.d.next = true;
-            self.pf_done.d.next = false;
-        }
-
-        // ---- Head: advanced when a descriptor is done, unless a ring reset came meanwhile
-        // (the descriptor in flight then belongs to the old ring).
+        // ---- Head: advanced when a descriptor is retired, unless a ring reset came meanwhile
+        // (the descriptor then belonged to the old ring).
         if self.inc.val() {
             if !self.stale.q.val() {
                 self.head.d.next = self.head.q.val() + 1_u64;
@@ -1320,17 +1848,41 @@ impl<const C: usize> Logic for TxEngine<C> {
             self.stale.d.next = false;
         }
         if self.txq_reset.val() | self.reset.val() {
-            // Prefetched descriptors belong to the old ring; a read still in flight is
-            // drained and dropped.
+            // Whatever is not retired belongs to the old ring: the reads in flight are
+            // drained (all tags but one that ends now), the store, the jobs, the payload not
+            // handed over and the CM register are given up.
+            self.drain.d.next = self.tq_n.val();
+            if self.r_end.val() {
+                self.drain.d.next = self.tq_n.val() - 1_u64;
+            }
             self.fetch.d.next = 0.into();
-            self.pf_done.d.next = false;
-            self.hold_valid.d.next = false;
-            self.pf_stale.d.next = self.pf_busy.q.val()
-                & !(self.to_pf.val() & self.rd_tvalid.val() & self.rd_tlast.val());
+            self.fetched.d.next = 0.into();
+            self.single.d.next = 0.into();
+            self.desc_drop.d.next = 0.into();
+            self.dbeat.d.next = 0.into();
+            self.lf.d.next = 0.into();
+            self.la_run.d.next = false;
+            self.la_cnt.d.next = 0.into();
+            self.nf_valid.d.next = false;
+            self.fstate.d.next = FState::Idle;
+            self.f.d.next = 0.into();
+            self.cm_busy.d.next = false;
+            self.lb.d.next = 0.into();
+            self.lb_run.d.next = false;
+            self.lb_cnt.d.next = 0.into();
+            self.nb_valid.d.next = false;
+            self.rc_iss.d.next = self.rc_done.q.val();
+            self.rc_used.d.next = self.rc_done.q.val();
+            self.pres.d.next = self.hend.q.val();
+            self.pwr.d.next = self.hend.q.val();
+            // An event being offered is finished (`stale`); the rest stops.
+            if (self.state.q.val() != State::Refuse) & (self.state.q.val() != State::BadDesc) {
+                self.state.d.next = State::Idle;
+            }
         }
         if self.txq_reset.val() {
             self.head.d.next = 0.into();
-            self.stale.d.next = (self.state.q.val() != State::Idle) & !self.inc.val();
+            self.stale.d.next = (self.state.q.val() == State::Refuse) & !self.inc.val();
         }
         if self.reset.val() {
             self.state.d.next = State::Idle;
@@ -1339,12 +1891,21 @@ impl<const C: usize> Logic for TxEngine<C> {
             self.j_valid.d.next = false;
             self.streaming.d.next = false;
             self.pend.d.next = false;
-            self.wh.d.next = 0.into();
+            self.rptr.d.next = 0.into();
+            self.hend.d.next = 0.into();
+            self.pres.d.next = 0.into();
+            self.pwr.d.next = 0.into();
+            self.low_q.d.next = 0.into();
         }
         self.busy.next = (self.state.q.val() != State::Idle)
+            | (self.fstate.q.val() != FState::Idle)
+            | self.la_run.q.val()
+            | self.lb_run.q.val()
+            | self.nb_valid.q.val()
+            | (self.lb.q.val() != self.f.q.val())
             | !self.b_idle.val()
             | self.want.val()
-            | self.pf_busy.q.val()
+            | (self.tq_n.val() != 0_u64)
             | self.cb_pend.q.val();
     }
 }

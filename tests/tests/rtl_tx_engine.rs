@@ -9,9 +9,12 @@
 //! overflows in 32 bits), CM with a wrong length, a bad kind or a faulting address, payload
 //! reads that fault, descriptor slots that fault, and mixes that check the order of the checks.
 //! Random DMA latency, gaps between read beats and stalls on every ready; ring wrap, ring
-//! resets, transmit disabled and no ring configured.
+//! resets, transmit disabled and no ring configured. A second run answers every read after 100
+//! to 300 cycles, as PCIe does, so that many reads are outstanding at once, over a ring with
+//! six faulting slots, so that batch reads fault often and are read again one descriptor at a
+//! time while later reads are still in flight.
 //!
-//! Default: 400 descriptors. `FERROCE_LONG=1`: 20,000.
+//! Default: 400 descriptors each. `FERROCE_LONG=1`: 20,000 and 5,000.
 
 use ferroce_proto::hsi::{
     ConnectionEntry, Counter, MAX_PAYLOAD_LEN, TX_DESCRIPTOR_LEN, TableId, TableSizes,
@@ -61,10 +64,11 @@ impl HostMemory for Memory {
     }
 }
 
-/// The ring lives above 4 GB (the slot address is a 64-bit sum). Slot 13 is unmapped and
-/// slot 22 only half mapped: fetching either faults.
+/// The ring lives above 4 GB (the slot address is a 64-bit sum). Some slots fault when
+/// fetched: [`FAULTY`] by default (slot 13 unmapped, slot 22 only half mapped).
 const RING: u64 = 0x0000_0001_2345_6000;
 const RING_SLOTS: u64 = 32;
+const FAULTY: [(u64, bool); 2] = [(13, false), (22, true)];
 const PAYLOAD: u64 = 0x0000_7f12_3400_0000;
 const PAYLOAD_LEN: usize = 64 * 1024;
 const LOW: u64 = 0x1000;
@@ -73,21 +77,26 @@ const CM_AREA: u64 = 0x5000_0000;
 const CM_SLOTS: u64 = 64;
 const UNMAPPED: u64 = 0x0000_dead_0000_0000;
 
-fn memory(rng: &mut Rng) -> Memory {
+/// Host memory: the ring with its `faulty` slots (slot, only its first half mapped) left out,
+/// payload areas and CM messages.
+fn memory(rng: &mut Rng, faulty: &[(u64, bool)]) -> Memory {
     let slot = |i: u64| RING + i * TX_DESCRIPTOR_LEN as u64;
-    let mut ranges = vec![
-        (slot(0), vec![0u8; 13 * TX_DESCRIPTOR_LEN]),
-        (
-            slot(14),
-            vec![0u8; 8 * TX_DESCRIPTOR_LEN + TX_DESCRIPTOR_LEN / 2],
-        ),
-        (
-            slot(23),
-            vec![0u8; (RING_SLOTS - 23) as usize * TX_DESCRIPTOR_LEN],
-        ),
-        (PAYLOAD, rng.bytes(PAYLOAD_LEN)),
-        (LOW, rng.bytes(LOW_LEN)),
-    ];
+    let mut ranges = Vec::new();
+    let mut start = 0;
+    for i in 0..=RING_SLOTS {
+        let fault = faulty.iter().find(|(s, _)| *s == i);
+        if i == RING_SLOTS || fault.is_some() {
+            let mut len = (i - start) as usize * TX_DESCRIPTOR_LEN;
+            if fault.is_some_and(|(_, half)| *half) {
+                len += TX_DESCRIPTOR_LEN / 2;
+            }
+            if len > 0 {
+                ranges.push((slot(start), vec![0u8; len]));
+            }
+            start = i + 1;
+        }
+    }
+    ranges.extend([(PAYLOAD, rng.bytes(PAYLOAD_LEN)), (LOW, rng.bytes(LOW_LEN))]);
     // CM messages: even slots a valid kind, odd slots a kind CmKind::from_u8 refuses.
     let mut cm = Vec::new();
     for i in 0..CM_SLOTS {
@@ -442,10 +451,17 @@ impl Bench {
     }
 }
 
-#[test]
-fn transmit_path_matches_the_model() {
-    let timing = Timing::default();
-    let rtl = match RtlTxPath::new(0x7e, timing) {
+/// Both sides process `count` random descriptors in random batches, with ring resets, transmit
+/// disabled now and then and new MAC and UDP port; the harness's timing rotates through
+/// `timings`; the ring's `faulty` slots fault when fetched.
+fn against_the_model(
+    rtl_seed: u64,
+    seed: u64,
+    count: usize,
+    timings: &[Timing],
+    faulty: &[(u64, bool)],
+) {
+    let rtl = match RtlTxPath::new(rtl_seed, timings[1 % timings.len()]) {
         Ok(t) => t,
         Err(e) if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() => {
             println!("SKIPPED: {e}");
@@ -453,17 +469,12 @@ fn transmit_path_matches_the_model() {
         }
         Err(e) => panic!("{e}"),
     };
-    let count = if std::env::var_os("FERROCE_LONG").is_some() {
-        20_000
-    } else {
-        400
-    };
-    let mut rng = Rng::new(0x7e_e9_91_e5);
+    let mut rng = Rng::new(seed);
     let conns = connections(&mut rng);
     let mut bench = Bench {
         model: FastPath::new(TableSizes::default()),
         rtl,
-        mem: memory(&mut rng),
+        mem: memory(&mut rng, faulty),
         rtl_counters: [0; COUNTER_SLOTS],
         log_size: 0,
         tail: 0,
@@ -497,25 +508,11 @@ fn transmit_path_matches_the_model() {
     bench.service("no ring");
     bench.reg(regs::TXQ_LOG_SIZE, 5);
 
-    let fast = Timing {
-        max_latency: 2,
-        beat_gap: 0.0,
-        stall: 0.0,
-    };
-    let slow_mac = Timing {
-        max_latency: 0,
-        beat_gap: 0.0,
-        stall: 0.6,
-    };
     let mut sent = 0;
     let mut batch = 0;
     while sent < count {
         batch += 1;
-        bench.rtl.set_timing(match batch % 3 {
-            0 => fast,
-            1 => timing,
-            _ => slow_mac,
-        });
+        bench.rtl.set_timing(timings[batch % timings.len()]);
         let size = 1u32 << bench.log_size;
         let pending = bench
             .tail
@@ -558,11 +555,70 @@ fn transmit_path_matches_the_model() {
         "too few events: {}",
         bench.events
     );
+    let fetch_faults = bench.model.counter(Counter::TxBadDescriptor) - bench.events as u64;
+    assert!(fetch_faults > 0, "no descriptor-fetch faults");
     println!(
-        "{count} descriptors: {} frames, {} events, {} descriptor-fetch faults, {} cycles",
+        "{count} descriptors: {} frames, {} events, {fetch_faults} descriptor-fetch faults, \
+         {} cycles, up to {} DMA reads outstanding",
         bench.frames,
         bench.events,
-        bench.model.counter(Counter::TxBadDescriptor) - bench.events as u64,
-        bench.rtl.cycles()
+        bench.rtl.cycles(),
+        bench.rtl.max_reads_outstanding()
     );
+}
+
+fn long() -> bool {
+    std::env::var_os("FERROCE_LONG").is_some()
+}
+
+#[test]
+fn transmit_path_matches_the_model() {
+    let fast = Timing {
+        min_latency: 0,
+        max_latency: 2,
+        beat_gap: 0.0,
+        stall: 0.0,
+    };
+    let slow_mac = Timing {
+        min_latency: 0,
+        max_latency: 0,
+        beat_gap: 0.0,
+        stall: 0.6,
+    };
+    let count = if long() { 20_000 } else { 400 };
+    against_the_model(
+        0x7e,
+        0x7e_e9_91_e5,
+        count,
+        &[fast, Timing::default(), slow_mac],
+        &FAULTY,
+    );
+}
+
+/// A PCIe read's latency (100 to 300 cycles), so that many reads are outstanding at once, and
+/// a ring with many faulting slots, so that batch reads fault often and are read again one
+/// descriptor at a time while later reads are still in flight.
+#[test]
+fn transmit_path_matches_the_model_at_pcie_latency() {
+    let pcie = Timing {
+        min_latency: 100,
+        max_latency: 300,
+        beat_gap: 0.2,
+        stall: 0.2,
+    };
+    let pcie_slow_mac = Timing {
+        beat_gap: 0.0,
+        stall: 0.6,
+        ..pcie
+    };
+    let faulty = [
+        (3, false),
+        (9, true),
+        (13, false),
+        (14, false),
+        (22, true),
+        (27, false),
+    ];
+    let count = if long() { 5_000 } else { 400 };
+    against_the_model(0x9c1e, 0x9c1e_5eed, count, &[pcie, pcie_slow_mac], &faulty);
 }

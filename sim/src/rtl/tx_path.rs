@@ -27,7 +27,10 @@ pub struct TxPathOutput {
 /// Random timing of the harness: each a probability per cycle, or a bound in cycles.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timing {
-    /// Longest delay between a read request being taken and its first beat.
+    /// Shortest delay between a read request being taken and its first beat, beyond one cycle.
+    pub min_latency: u64,
+    /// Longest delay between a read request being taken and its first beat (at least
+    /// `min_latency`).
     pub max_latency: u64,
     /// Chance that a due read beat is withheld this cycle.
     pub beat_gap: f64,
@@ -38,6 +41,7 @@ pub struct Timing {
 impl Default for Timing {
     fn default() -> Self {
         Timing {
+            min_latency: 0,
             max_latency: 40,
             beat_gap: 0.2,
             stall: 0.2,
@@ -98,6 +102,7 @@ pub struct RtlTxPath {
     rng: Rng,
     timing: Timing,
     reads: VecDeque<Read>,
+    max_reads: usize,
     frame: Vec<u8>,
 }
 
@@ -116,6 +121,7 @@ impl RtlTxPath {
             rng: Rng::new(seed),
             timing,
             reads: VecDeque::new(),
+            max_reads: 0,
             frame: Vec::new(),
         };
         me.set("reset", 1);
@@ -165,6 +171,11 @@ impl RtlTxPath {
     /// Cycles simulated so far.
     pub fn cycles(&self) -> u64 {
         self.cycles
+    }
+
+    /// The most DMA reads that were outstanding at once (requested, not all beats taken).
+    pub fn max_reads_outstanding(&self) -> usize {
+        self.max_reads
     }
 
     /// Changes the random timing from the next cycle on.
@@ -286,13 +297,15 @@ impl RtlTxPath {
                         u64::from_le_bytes(l)
                     })
                     .collect();
-                let due = self.cycles + 1 + self.rng.upto(t.max_latency);
+                let spread = t.max_latency.saturating_sub(t.min_latency);
+                let due = self.cycles + 1 + t.min_latency + self.rng.upto(spread);
                 self.reads.push_back(Read {
                     due,
                     beats,
                     error,
                     next: 0,
                 });
+                self.max_reads = self.max_reads.max(self.reads.len());
             }
             if beat.is_some() && self.get("rd_tready") == 1 {
                 let r = self.reads.front_mut().expect("read");
