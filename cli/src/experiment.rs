@@ -98,6 +98,10 @@ pub struct ExperimentArgs {
     /// full windows until the first ACK's hint.
     #[arg(long)]
     pub no_reply_hint: bool,
+    /// ferroce: at a shared receiver a connection's flows pace independently (they leave in
+    /// phase, one packet each back to back) and its first window may burst.
+    #[arg(long)]
+    pub no_flow_turns: bool,
     /// ferroce: the library does not wake for the NIC's ACK timers (a delayed ACK then leaves
     /// with the next news, as with the RTL backend, whose timers are not visible).
     #[arg(long)]
@@ -152,6 +156,7 @@ impl ExperimentArgs {
                 pacing_min_active: self.host_pacing_min_active,
             },
             reply_hint: !self.no_reply_hint,
+            flow_turns: !self.no_flow_turns,
             nic_timer_wake: !self.no_nic_timer_wake,
             backend: self.backend.into(),
             seed: self.seed,

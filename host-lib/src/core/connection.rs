@@ -186,6 +186,13 @@ pub struct Connection {
     /// The hint came from the CM reply and no ACK has applied one yet.
     hint_before_ack: bool,
     next_entropy: usize,
+    /// The connection's pacing clock over all its flows ([`TransportConfig::flow_turns`]): it
+    /// may send while this is at most `burst_ns` ahead of now.
+    next_send_at: u64,
+    /// How far the connection's pacing clock may run ahead of now.
+    burst_ns: u64,
+    /// An ACK has arrived (the connection's pacer may burst after idling).
+    acked_once: bool,
     starved: bool,
     vclock: u64,
     scratch: Vec<u32>,
@@ -267,6 +274,9 @@ impl Connection {
             last_heard: now,
             hint_mbps: 0,
             hint_before_ack: false,
+            next_send_at: 0,
+            burst_ns: 0,
+            acked_once: false,
             starved: false,
             vclock: 0,
             scratch: Vec::new(),
@@ -423,6 +433,25 @@ impl Connection {
     /// path, which a probe's quick recovery would forgo.
     fn shared(&self) -> bool {
         self.hint_mbps > 0 && self.hint_mbps < self.cfg.line_rate_mbps
+    }
+
+    /// Whether the connection paces the sum of its flows ([`TransportConfig::flow_turns`]).
+    fn turns(&self) -> bool {
+        self.cfg.flow_turns && self.shared()
+    }
+
+    /// Whether the connection's own pacer lets a packet go at `now`.
+    fn conn_pace_ok(&self, now: u64) -> bool {
+        !self.turns() || self.next_send_at <= now + self.burst_ns
+    }
+
+    /// When the connection's own pacer next lets a packet go.
+    fn conn_pace_at(&self) -> u64 {
+        if self.turns() {
+            self.next_send_at.saturating_sub(self.burst_ns)
+        } else {
+            0
+        }
     }
 
     fn usable(&self) -> bool {
@@ -610,6 +639,7 @@ impl Connection {
         }
         self.stats.acks += 1;
         self.last_heard = now;
+        self.acked_once = true;
         let mut acked_msgs = std::mem::take(&mut self.scratch);
         acked_msgs.clear();
         let f = &mut self.flows[fi];
@@ -1139,6 +1169,9 @@ impl Connection {
         let mut new_ok = !self.starved && !self.active_tags.is_empty();
         let pkt_full = (self.params.mtu + HEADER_BYTES) as u64;
         while sent < budget {
+            if !self.conn_pace_ok(now) {
+                break;
+            }
             let mut best: Option<(usize, bool)> = None;
             let mut best_v = u64::MAX;
             for (i, f) in self.flows.iter().enumerate() {
@@ -1266,6 +1299,23 @@ impl Connection {
             let burst = gap * self.cfg.pacing_burst_packets.saturating_sub(1) as u64;
             f.burst_ns = if shared { burst.min(f.min_rtt) } else { burst };
             f.next_send_at = f.next_send_at.max(now) + gap;
+            if self.cfg.flow_turns && shared {
+                // The connection's pacer: the sum of the flows' rates, the same burst rule,
+                // and no burst before the first ACK (a paced first window).
+                let total: f64 = (0..self.flows.len())
+                    .map(|i| self.cc.pacing_rate(i))
+                    .sum::<f64>()
+                    .max(1e-6);
+                let cgap = (bytes as f64 / total) as u64;
+                let cburst = cgap * self.cfg.pacing_burst_packets.saturating_sub(1) as u64;
+                self.burst_ns = if self.acked_once {
+                    cburst.min(self.flows[fi].min_rtt)
+                } else {
+                    0
+                };
+                self.next_send_at = self.next_send_at.max(now) + cgap;
+            }
+            let f = &mut self.flows[fi];
             let v = f.vtime.max(self.vclock);
             self.vclock = v;
             f.vtime = v + bytes as u64 * FULL_WEIGHT as u64 / f.weight.max(1) as u64;
@@ -1358,7 +1408,8 @@ impl Connection {
         }
         let new_ok = !self.starved && !self.active_tags.is_empty();
         let pkt_full = (self.params.mtu + HEADER_BYTES) as u64;
-        self.flows
+        let at = self
+            .flows
             .iter()
             .enumerate()
             .filter(|(i, f)| {
@@ -1371,7 +1422,8 @@ impl Connection {
                 !f.retx.is_empty() || can_new
             })
             .map(|(_, f)| f.pace_at())
-            .min()
+            .min()?;
+        Some(at.max(self.conn_pace_at()))
     }
 
     /// Bytes in flight over all flows (payload plus headers; 0 once the connection failed).

@@ -83,6 +83,13 @@ pub struct TransportConfig {
     pub reply_hint: bool,
     /// Packets a flow may send back to back after being idle (pacing burst).
     pub pacing_burst_packets: u32,
+    /// At a shared receiver (rate hint below our line rate), the connection also paces the
+    /// sum of its flows at the sum of their rates, so that its flows take turns: without it,
+    /// flows that pace at the same rate from the same start leave in phase, one packet each
+    /// back to back, and the connection delivers its share in clumps of `flows` packets. The
+    /// connection's pacer has no burst credit before the first ACK, so the first window leaves
+    /// at the hinted rate instead of in one burst.
+    pub flow_turns: bool,
     /// Builds the congestion controller of each connection.
     pub congestion: Arc<dyn ControllerFactory>,
     /// The host-wide in-flight cap and pacer over all connections of the context (one NIC).
@@ -106,6 +113,7 @@ impl Default for TransportConfig {
             line_rate_mbps: 100_000,
             reply_hint: true,
             pacing_burst_packets: 8,
+            flow_turns: true,
             congestion: Arc::new(EcnAimdConfig::default()),
             host_budget: HostBudgetConfig::default(),
         }

@@ -111,6 +111,9 @@ pub struct Options {
     /// ferroce: requesters start at the rate hint of the acceptor's CM reply
     /// (`TransportConfig::reply_hint`).
     pub reply_hint: bool,
+    /// ferroce: at a shared receiver a connection paces the sum of its flows, so that they
+    /// take turns, with no burst before the first ACK (`TransportConfig::flow_turns`).
+    pub flow_turns: bool,
     /// ferroce: the library wakes for the NIC's ACK timers (`DeviceConfig::nic_timer_wake`;
     /// the model reports them, the RTL core does not yet).
     pub nic_timer_wake: bool,
@@ -153,6 +156,7 @@ impl Default for Options {
             host_poll_ns: 500,
             host_budget: ferroce::core::HostBudgetConfig::default(),
             reply_hint: true,
+            flow_turns: true,
             nic_timer_wake: true,
             backend: BackendKind::Model,
             seed: 1,
@@ -235,6 +239,7 @@ impl Options {
             }),
             host_budget: self.host_budget,
             reply_hint: self.reply_hint,
+            flow_turns: self.flow_turns,
             ..TransportConfig::default()
         };
         FerroceConfig {
