@@ -102,6 +102,14 @@ pub struct ExperimentArgs {
     /// phase, one packet each back to back) and its first window may burst.
     #[arg(long)]
     pub no_flow_turns: bool,
+    /// ferroce: an acceptor's CM reply hints the share among the senders it has accepted
+    /// only, not counting the requests still waiting for an accept.
+    #[arg(long)]
+    pub no_reply_pending: bool,
+    /// ferroce: every connection's flows take their first turns from flow 0 (so a host's
+    /// connections all start on the same path and plane).
+    #[arg(long)]
+    pub no_flow_rotation: bool,
     /// ferroce: the library does not wake for the NIC's ACK timers (a delayed ACK then leaves
     /// with the next news, as with the RTL backend, whose timers are not visible).
     #[arg(long)]
@@ -157,6 +165,8 @@ impl ExperimentArgs {
             },
             reply_hint: !self.no_reply_hint,
             flow_turns: !self.no_flow_turns,
+            flow_rotation: !self.no_flow_rotation,
+            reply_hint_counts_pending: !self.no_reply_pending,
             nic_timer_wake: !self.no_nic_timer_wake,
             backend: self.backend.into(),
             seed: self.seed,

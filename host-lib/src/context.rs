@@ -1127,6 +1127,13 @@ impl<N: Nic> Context<N> {
             entropies: entropies.clone(),
         };
         self.fair.add_sender(id, msg.rate_mbps);
+        // Requests still waiting for an accept will most likely send too.
+        let pending = if self.cfg.transport.reply_hint_counts_pending {
+            self.incoming.len()
+        } else {
+            0
+        };
+        let newcomer = self.fair.newcomer_with_pending_mbps(self.now, pending);
         let reply = CmRepr {
             kind: CmKind::Reply,
             src_conn: id,
@@ -1138,7 +1145,7 @@ impl<N: Nic> Context<N> {
             rate_mbps: self.cfg.transport.line_rate_mbps,
             // The newcomer's share (the Tag modes are the requester's own): an incast's
             // senders start at it rather than each with a full first window.
-            tag_modes: self.fair.newcomer_mbps(self.now).min(msg.rate_mbps.max(1)) as u64,
+            tag_modes: newcomer.min(msg.rate_mbps.max(1)) as u64,
             ..msg
         };
         let core = Connection::new(params, self.cfg.transport.clone(), self.now);

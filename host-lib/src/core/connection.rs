@@ -221,13 +221,25 @@ impl Connection {
         if entropies.is_empty() {
             entropies.push(49152);
         }
+        // With `flow_rotation` the first flow to send is the connection's own (its id plus its
+        // first FSN, modulo the flows) rather than flow 0 for every connection: a host's
+        // connections then start spread over the paths (and planes) instead of all on the first.
+        let first = if cfg.flow_rotation {
+            (params.local_conn as usize).wrapping_add(params.tx_initial_fsn as usize) % nflows
+        } else {
+            0
+        };
         let flows: Vec<Flow> = (0..nflows)
             .map(|i| {
-                Flow::new(
+                let mut f = Flow::new(
                     params.tx_initial_fsn,
                     entropies[i % entropies.len()],
                     cfg.initial_rtt_ns,
-                )
+                );
+                // Ties of the weighted virtual time go to the lowest index: order the flows
+                // from `first` on.
+                f.vtime = ((i + nflows - first) % nflows) as u64;
+                f
             })
             .collect();
         let cc = cfg.congestion.build(

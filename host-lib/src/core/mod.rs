@@ -81,6 +81,11 @@ pub struct TransportConfig {
     /// incast's first burst shrinks, but every flow then starts with about one packet in
     /// flight, and a lost one waits for a probe or a timeout (see docs/fabric.md).
     pub reply_hint: bool,
+    /// As an acceptor, count the connection requests that have arrived and are not accepted
+    /// yet as senders in the share the CM reply hints
+    /// ([`FairShare::newcomer_with_pending_mbps`]): requests that arrive together (an incast's
+    /// synchronised start) then all hint the same share, instead of C / k for the k-th.
+    pub reply_hint_counts_pending: bool,
     /// Packets a flow may send back to back after being idle (pacing burst).
     pub pacing_burst_packets: u32,
     /// At a shared receiver (rate hint below our line rate), the connection also paces the
@@ -90,6 +95,10 @@ pub struct TransportConfig {
     /// connection's pacer has no burst credit before the first ACK, so the first window leaves
     /// at the hinted rate instead of in one burst.
     pub flow_turns: bool,
+    /// A connection's flows take their first turns starting from a flow of its own (its id
+    /// plus its first FSN, modulo the flows) instead of flow 0: the connections of a host then
+    /// start spread over the paths and planes instead of all queueing on the first.
+    pub flow_rotation: bool,
     /// Builds the congestion controller of each connection.
     pub congestion: Arc<dyn ControllerFactory>,
     /// The host-wide in-flight cap and pacer over all connections of the context (one NIC).
@@ -112,8 +121,10 @@ impl Default for TransportConfig {
             max_send_wr: 4096,
             line_rate_mbps: 100_000,
             reply_hint: true,
+            reply_hint_counts_pending: true,
             pacing_burst_packets: 8,
             flow_turns: true,
+            flow_rotation: true,
             congestion: Arc::new(EcnAimdConfig::default()),
             host_budget: HostBudgetConfig::default(),
         }

@@ -113,8 +113,16 @@ impl FairShare {
     /// every known sender, or over the active ones and itself if they are more (the share
     /// [`FairShare::compute`] hands such senders, capped by nothing but the capacity).
     pub fn newcomer_mbps(&self, now: u64) -> u32 {
+        self.newcomer_with_pending_mbps(now, 0)
+    }
+
+    /// [`FairShare::newcomer_mbps`] with `pending` more senders expected: peers whose
+    /// connection requests have arrived and are not accepted yet. The CM Reply's hint counts
+    /// them, so that senders whose requests arrive together (a synchronised incast) start at
+    /// the same share instead of at C / k for the k-th accepted.
+    pub fn newcomer_with_pending_mbps(&self, now: u64, pending: usize) -> u32 {
         let expected = self.senders.values().filter(|s| s.expected).count();
-        let all = expected.max(self.active_count(now) + 1);
+        let all = (expected + pending).max(self.active_count(now) + 1);
         (self.capacity_mbps / all as u32).max(1)
     }
 
@@ -203,6 +211,8 @@ mod tests {
         let mut g = FairShare::new(100_000, 10_000);
         g.add_sender(3, 100_000);
         assert_eq!(hints(&mut g, 0)[&3], 100_000);
+        // Requests not yet accepted count for the reply's hint when asked.
+        assert_eq!(g.newcomer_with_pending_mbps(0, 3), 25_000);
         // Connections we opened do not count until their peer sends on them (a ring: one
         // peer sends to us, we send to the other).
         g.add_own_connection(4, 100_000);

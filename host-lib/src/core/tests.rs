@@ -713,6 +713,32 @@ fn at_a_shared_receiver_the_flows_take_turns_from_the_first_packet() {
     assert!(t.iter().all(|&(at, _)| at == 0), "{t:?}");
 }
 
+#[test]
+fn connections_start_on_flows_of_their_own() {
+    let first = |conn: u32, rotation: bool| {
+        let cfg = TransportConfig {
+            flow_rotation: rotation,
+            ..TransportConfig::default()
+        };
+        let p = ConnectionParams {
+            local_conn: conn,
+            ..params(4, &[TagMode::Ordered])
+        };
+        let mut c = Connection::new(p, cfg, 0);
+        c.set_ready(0);
+        c.post(write(1, 0, 8 * MTU)).unwrap();
+        send_all(&mut c, 0)
+            .iter()
+            .map(|d| d.flow)
+            .collect::<Vec<_>>()
+    };
+    // Connection id plus first FSN (0xff_fff0), modulo 4.
+    assert_eq!(first(7, true)[..4], [3, 0, 1, 2]);
+    assert_eq!(first(8, true)[..4], [0, 1, 2, 3]);
+    assert_eq!(first(9, true)[..4], [1, 2, 3, 0]);
+    assert_eq!(first(7, false)[..4], [0, 1, 2, 3]);
+}
+
 /// Requests posted while connecting adopt the negotiated shape: cut at the smaller MTU over
 /// the remaining flows only; those on Tags negotiation removed (and receives posted there) are
 /// flushed, and posting there afterwards is a typed error. Growing or renegotiating once ready

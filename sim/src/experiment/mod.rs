@@ -111,9 +111,15 @@ pub struct Options {
     /// ferroce: requesters start at the rate hint of the acceptor's CM reply
     /// (`TransportConfig::reply_hint`).
     pub reply_hint: bool,
+    /// ferroce: an acceptor's CM reply counts the requests it has not accepted yet as
+    /// senders (`TransportConfig::reply_hint_counts_pending`).
+    pub reply_hint_counts_pending: bool,
     /// ferroce: at a shared receiver a connection paces the sum of its flows, so that they
     /// take turns, with no burst before the first ACK (`TransportConfig::flow_turns`).
     pub flow_turns: bool,
+    /// ferroce: a connection's first flow is its own, not flow 0
+    /// (`TransportConfig::flow_rotation`).
+    pub flow_rotation: bool,
     /// ferroce: the library wakes for the NIC's ACK timers (`DeviceConfig::nic_timer_wake`;
     /// the model reports them, the RTL core does not yet).
     pub nic_timer_wake: bool,
@@ -156,7 +162,9 @@ impl Default for Options {
             host_poll_ns: 500,
             host_budget: ferroce::core::HostBudgetConfig::default(),
             reply_hint: true,
+            reply_hint_counts_pending: true,
             flow_turns: true,
+            flow_rotation: true,
             nic_timer_wake: true,
             backend: BackendKind::Model,
             seed: 1,
@@ -239,7 +247,9 @@ impl Options {
             }),
             host_budget: self.host_budget,
             reply_hint: self.reply_hint,
+            reply_hint_counts_pending: self.reply_hint_counts_pending,
             flow_turns: self.flow_turns,
+            flow_rotation: self.flow_rotation,
             ..TransportConfig::default()
         };
         FerroceConfig {
