@@ -110,6 +110,14 @@ pub struct ExperimentArgs {
     /// connections all start on the same path and plane).
     #[arg(long)]
     pub no_flow_rotation: bool,
+    /// ferroce: tail-loss probes only at a shared receiver, and packets request ACKs only near
+    /// a full window or a message's end (not also when they leave one or two in flight).
+    #[arg(long)]
+    pub no_tail_probe_few: bool,
+    /// ferroce: connections starting at a share send their first packet at once (no phase of
+    /// their own within one packet gap).
+    #[arg(long)]
+    pub no_start_phase: bool,
     /// ferroce: the library does not wake for the NIC's ACK timers (a delayed ACK then leaves
     /// with the next news, as with the RTL backend, whose timers are not visible).
     #[arg(long)]
@@ -166,6 +174,8 @@ impl ExperimentArgs {
             reply_hint: !self.no_reply_hint,
             flow_turns: !self.no_flow_turns,
             flow_rotation: !self.no_flow_rotation,
+            tail_probe_few: !self.no_tail_probe_few,
+            start_phase: !self.no_start_phase,
             reply_hint_counts_pending: !self.no_reply_pending,
             nic_timer_wake: !self.no_nic_timer_wake,
             backend: self.backend.into(),

@@ -20,6 +20,10 @@ use std::collections::VecDeque;
 /// about), for windows and pacing.
 pub(crate) const HEADER_BYTES: u32 = 100;
 
+/// Packets in flight on a flow up to which [`TransportConfig::tail_probe_few`] treats its
+/// last packets as a tail.
+const FEW_INFLIGHT: u64 = 2;
+
 /// Where a connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnState {
@@ -193,6 +197,9 @@ pub struct Connection {
     burst_ns: u64,
     /// An ACK has arrived (the connection's pacer may burst after idling).
     acked_once: bool,
+    /// The start of a connection at a shared receiver ([`TransportConfig::flow_rotation`],
+    /// [`TransportConfig::start_phase`]) was applied.
+    phased: bool,
     starved: bool,
     vclock: u64,
     scratch: Vec<u32>,
@@ -221,25 +228,13 @@ impl Connection {
         if entropies.is_empty() {
             entropies.push(49152);
         }
-        // With `flow_rotation` the first flow to send is the connection's own (its id plus its
-        // first FSN, modulo the flows) rather than flow 0 for every connection: a host's
-        // connections then start spread over the paths (and planes) instead of all on the first.
-        let first = if cfg.flow_rotation {
-            (params.local_conn as usize).wrapping_add(params.tx_initial_fsn as usize) % nflows
-        } else {
-            0
-        };
         let flows: Vec<Flow> = (0..nflows)
             .map(|i| {
-                let mut f = Flow::new(
+                Flow::new(
                     params.tx_initial_fsn,
                     entropies[i % entropies.len()],
                     cfg.initial_rtt_ns,
-                );
-                // Ties of the weighted virtual time go to the lowest index: order the flows
-                // from `first` on.
-                f.vtime = ((i + nflows - first) % nflows) as u64;
-                f
+                )
             })
             .collect();
         let cc = cfg.congestion.build(
@@ -289,6 +284,7 @@ impl Connection {
             next_send_at: 0,
             burst_ns: 0,
             acked_once: false,
+            phased: false,
             starved: false,
             vclock: 0,
             scratch: Vec::new(),
@@ -445,6 +441,15 @@ impl Connection {
     /// path, which a probe's quick recovery would forgo.
     fn shared(&self) -> bool {
         self.hint_mbps > 0 && self.hint_mbps < self.cfg.line_rate_mbps
+    }
+
+    /// Whether flow `f` sends tail-loss probes: at a shared receiver always, elsewhere (with
+    /// [`TransportConfig::tail_probe_few`]) while it has at most [`FEW_INFLIGHT`] packets in
+    /// flight, when a lost packet is most likely the last of its flow for a while.
+    fn probes_tail(&self, f: &Flow) -> bool {
+        self.shared()
+            || (self.cfg.tail_probe_few
+                && f.inflight_bytes <= FEW_INFLIGHT * (self.params.mtu + HEADER_BYTES) as u64)
     }
 
     /// Whether the connection paces the sum of its flows ([`TransportConfig::flow_turns`]).
@@ -1177,6 +1182,37 @@ impl Connection {
             return 0;
         }
         self.release_parked(now);
+        if !self.phased && !self.acked_once && self.turns() && !self.active_tags.is_empty() {
+            self.phased = true;
+            let nflows = self.flows.len();
+            if self.cfg.flow_rotation && self.stats.packets_sent == 0 {
+                // The first flow to send is the connection's own (its id plus its first FSN,
+                // modulo the flows) rather than flow 0 for every connection: a host's
+                // connections then start spread over the paths (and planes) instead of all
+                // on the first. Ties of the weighted virtual time go to the lowest index.
+                let first = (self.params.local_conn as usize)
+                    .wrapping_add(self.params.tx_initial_fsn as usize)
+                    % nflows;
+                for (i, f) in self.flows.iter_mut().enumerate() {
+                    f.vtime = self.vclock + ((i + nflows - first) % nflows) as u64;
+                }
+            }
+            if self.cfg.start_phase {
+                // The first packet leaves at a phase of the connection's own within one packet
+                // gap at the hinted share: senders that start together at their shares then
+                // interleave instead of each sending its first packet at the same instant.
+                let total: f64 = (0..nflows)
+                    .map(|i| self.cc.pacing_rate(i))
+                    .sum::<f64>()
+                    .max(1e-6);
+                let cgap = (self.params.mtu + HEADER_BYTES) as f64 / total;
+                let frac = phase_fraction(self.params.local_conn, self.params.tx_initial_fsn);
+                self.next_send_at = self.next_send_at.max(now + (frac * cgap) as u64);
+                if !self.conn_pace_ok(now) {
+                    return 0;
+                }
+            }
+        }
         let mut sent = 0;
         let mut new_ok = !self.starved && !self.active_tags.is_empty();
         let pkt_full = (self.params.mtu + HEADER_BYTES) as u64;
@@ -1185,9 +1221,14 @@ impl Connection {
                 break;
             }
             let mut best: Option<(usize, bool)> = None;
-            let mut best_v = u64::MAX;
+            let mut best_key = (true, u64::MAX);
+            let turns = self.turns();
             for (i, f) in self.flows.iter().enumerate() {
-                if !f.pace_ok(now) {
+                // While the flows take turns, a resend or a due tail-loss probe takes the
+                // connection's next turn whatever its flow's own pacing says: at a small share
+                // a flow's gap is several RTTs, longer than the retransmission timeout.
+                let urgent = turns && f.urgent(new_ok);
+                if !urgent && !f.pace_ok(now) {
                     continue;
                 }
                 let has_retx = !f.retx.is_empty();
@@ -1197,8 +1238,9 @@ impl Connection {
                     && (f.inflight_bytes == 0
                         || f.probe_new
                         || f.inflight_bytes + pkt_full <= self.cc.window(i));
-                if (has_retx || can_new) && f.vtime < best_v {
-                    best_v = f.vtime;
+                let key = (!urgent, f.vtime);
+                if (has_retx || can_new) && key < best_key {
+                    best_key = key;
                     best = Some((i, has_retx));
                 }
             }
@@ -1253,6 +1295,8 @@ impl Connection {
                     self.last_heard = self.last_heard.max(now);
                 }
                 depart = gate.on_send(now, (len + HEADER_BYTES) as u64);
+                let slow = (pkt_full as f64 / self.cc.pacing_rate(fi).max(1e-6)) as u64
+                    > self.flows[fi].srtt / 2;
                 let f = &mut self.flows[fi];
                 let seq = f.next;
                 f.next += 1;
@@ -1270,9 +1314,16 @@ impl Connection {
                     state: PktState::InFlight,
                 });
                 f.inflight_bytes += len as u64 + HEADER_BYTES as u64;
+                // With `tail_probe_few`, a packet that leaves its flow with at most two in
+                // flight requests an ACK too when the flow's next packet is more than half an
+                // RTT away (a small share paces a flow at one packet per several RTTs):
+                // nothing sent soon after it would expose its loss.
                 let nearly_full = std::mem::take(&mut f.probe_new)
                     || f.window_room() <= 2
-                    || f.inflight_bytes + pkt_full > self.cc.window(fi);
+                    || f.inflight_bytes + pkt_full > self.cc.window(fi)
+                    || (self.cfg.tail_probe_few
+                        && f.inflight_bytes <= FEW_INFLIGHT * pkt_full
+                        && slow);
                 if let Some(p) = f.ring.back_mut() {
                     p.ack_req = ack_req || nearly_full;
                 }
@@ -1387,7 +1438,7 @@ impl Connection {
             if let Some(d) = f.rto_deadline {
                 at(d);
             }
-            if let Some(d) = f.tail_deadline.filter(|_| self.shared()) {
+            if let Some(d) = f.tail_deadline.filter(|_| self.probes_tail(f)) {
                 at(d);
             }
             for &(p, _) in &f.parked {
@@ -1420,6 +1471,7 @@ impl Connection {
         }
         let new_ok = !self.starved && !self.active_tags.is_empty();
         let pkt_full = (self.params.mtu + HEADER_BYTES) as u64;
+        let turns = self.turns();
         let at = self
             .flows
             .iter()
@@ -1433,7 +1485,13 @@ impl Connection {
                         || f.inflight_bytes + pkt_full <= self.cc.window(*i));
                 !f.retx.is_empty() || can_new
             })
-            .map(|(_, f)| f.pace_at())
+            .map(|(_, f)| {
+                if turns && f.urgent(new_ok) {
+                    0
+                } else {
+                    f.pace_at()
+                }
+            })
             .min()?;
         Some(at.max(self.conn_pace_at()))
     }
@@ -1470,15 +1528,15 @@ impl Connection {
                 self.starved = false;
             }
         }
-        let shared = self.shared();
         for fi in 0..self.flows.len() {
             if self.flows[fi].tail_deadline.is_none_or(|d| d > now) {
                 continue;
             }
             let (rtt, slack) = tail_timing(&self.flows, fi, self.cfg.initial_rtt_ns);
             let new_data = !self.starved && !self.active_tags.is_empty();
+            let probes = self.probes_tail(&self.flows[fi]);
             let f = &mut self.flows[fi];
-            let due = shared && f.tail_due(now, rtt, slack);
+            let due = probes && f.tail_due(now, rtt, slack);
             if due {
                 if new_data && !f.dead && f.window_room() > 0 {
                     if !f.probe_new {
@@ -1603,6 +1661,16 @@ fn emit(out: &mut VecDeque<WorkCompletion>, conn: u32, m: &Msg) {
         byte_len: m.wr.len,
         imm: None,
     });
+}
+
+/// A fraction in [0, 1) of the connection's own, from its id and first FSN (a splitmix64
+/// finaliser): deterministic, and different for the connections of different hosts.
+fn phase_fraction(conn: u32, fsn: u32) -> f64 {
+    let mut z = ((conn as u64) << 32 | fsn as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Tail-loss timing of flow `fi`: how long an ACK takes now (its own most recent delivery's

@@ -95,10 +95,22 @@ pub struct TransportConfig {
     /// connection's pacer has no burst credit before the first ACK, so the first window leaves
     /// at the hinted rate instead of in one burst.
     pub flow_turns: bool,
-    /// A connection's flows take their first turns starting from a flow of its own (its id
-    /// plus its first FSN, modulo the flows) instead of flow 0: the connections of a host then
-    /// start spread over the paths and planes instead of all queueing on the first.
+    /// With [`TransportConfig::flow_turns`] at a shared receiver, a connection's flows take
+    /// their first turns starting from a flow of its own (its id plus its first FSN, modulo
+    /// the flows) instead of flow 0: the connections of a host then start spread over the
+    /// paths and planes instead of all queueing on the first.
     pub flow_rotation: bool,
+    /// Tail-loss probes for flows with one or two packets in flight whether or not the
+    /// receiver is shared (at a shared receiver every flow probes), and such packets request
+    /// an immediate ACK: a flow paced at a small share, or at the end of its data, has nothing
+    /// following its last packets to expose their loss, which would otherwise wait for the
+    /// retransmission timeout.
+    pub tail_probe_few: bool,
+    /// With [`TransportConfig::flow_turns`] at a shared receiver, the connection's first packet
+    /// waits for a phase of its own (from its id and first FSN) within one packet gap at its
+    /// hinted rate: senders of an incast that start at the same instant at their shares then
+    /// interleave instead of all sending their first packets at once.
+    pub start_phase: bool,
     /// Builds the congestion controller of each connection.
     pub congestion: Arc<dyn ControllerFactory>,
     /// The host-wide in-flight cap and pacer over all connections of the context (one NIC).
@@ -125,6 +137,8 @@ impl Default for TransportConfig {
             pacing_burst_packets: 8,
             flow_turns: true,
             flow_rotation: true,
+            tail_probe_few: true,
+            start_phase: true,
             congestion: Arc::new(EcnAimdConfig::default()),
             host_budget: HostBudgetConfig::default(),
         }

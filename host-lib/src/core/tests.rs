@@ -395,6 +395,8 @@ fn timeouts_change_entropy_then_declare_the_path_dead_and_an_ack_revives_it() {
         same_entropy_retries: 2,
         dead_after_timeouts: 3,
         connection_timeout_ns: u64::MAX / 4,
+        // Only the timeouts: no tail-loss probe of the lone packet in flight first.
+        tail_probe_few: false,
         ..TransportConfig::default()
     };
     let mut c = ready(2, &[TagMode::Ordered], cfg);
@@ -641,6 +643,35 @@ fn no_probe_when_the_receiver_is_not_shared() {
 }
 
 #[test]
+fn a_lone_lost_packet_is_probed_at_any_receiver() {
+    // One flow, a message of two packets: both request ACKs (the message's tail). The first
+    // is delivered, the second dropped: one packet in flight and nothing behind it.
+    let mut c = ready(1, &[TagMode::Ordered], TransportConfig::default());
+    c.post(write(1, 0, 2 * MTU)).unwrap();
+    let d = send_all(&mut c, 0);
+    assert_eq!(d.len(), 2);
+    let f0 = d[0].fsn;
+    c.handle_event(10_000, &ack_hint(0, fsn_add(f0, 1), &[], 0, 100_000));
+    let t = c.poll_timer().unwrap();
+    assert!(t < 40_000, "probed about an RTT later, not at the RTO: {t}");
+    c.handle_timeout(t);
+    let p = send_all(&mut c, t);
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].fsn, fsn_add(f0, 1), "the last packet again");
+    assert_eq!((c.stats().tail_probes, c.stats().timeouts), (1, 0));
+    // Without `tail_probe_few` only the timeout resends it.
+    let cfg = TransportConfig {
+        tail_probe_few: false,
+        ..TransportConfig::default()
+    };
+    let mut c = ready(1, &[TagMode::Ordered], cfg);
+    c.post(write(1, 0, 2 * MTU)).unwrap();
+    send_all(&mut c, 0);
+    c.handle_event(10_000, &ack_hint(0, fsn_add(f0, 1), &[], 0, 100_000));
+    assert!(c.poll_timer().unwrap() >= 100_000);
+}
+
+#[test]
 fn at_a_small_share_the_burst_after_idling_is_at_most_an_rtt_of_credit() {
     // The default burst of 8 packets per flow, at a 1 Gb/s share of 4 flows (an incast of 100),
     // would be a credit of 7 gaps of 35 µs: 245 µs of line-rate sending above the share.
@@ -714,10 +745,11 @@ fn at_a_shared_receiver_the_flows_take_turns_from_the_first_packet() {
 }
 
 #[test]
-fn connections_start_on_flows_of_their_own() {
+fn at_a_shared_receiver_connections_start_on_flows_of_their_own() {
     let first = |conn: u32, rotation: bool| {
         let cfg = TransportConfig {
             flow_rotation: rotation,
+            start_phase: false,
             ..TransportConfig::default()
         };
         let p = ConnectionParams {
@@ -725,11 +757,12 @@ fn connections_start_on_flows_of_their_own() {
             ..params(4, &[TagMode::Ordered])
         };
         let mut c = Connection::new(p, cfg, 0);
+        c.apply_rate_hint(0, 50_000);
         c.set_ready(0);
         c.post(write(1, 0, 8 * MTU)).unwrap();
-        send_all(&mut c, 0)
+        send_times(&mut c, 4, 10)
             .iter()
-            .map(|d| d.flow)
+            .map(|&(_, flow)| flow)
             .collect::<Vec<_>>()
     };
     // Connection id plus first FSN (0xff_fff0), modulo 4.

@@ -120,6 +120,12 @@ pub struct Options {
     /// ferroce: a connection's first flow is its own, not flow 0
     /// (`TransportConfig::flow_rotation`).
     pub flow_rotation: bool,
+    /// ferroce: tail-loss probes for flows with one or two packets in flight at any receiver
+    /// (`TransportConfig::tail_probe_few`).
+    pub tail_probe_few: bool,
+    /// ferroce: a connection starting at a share sends its first packet at a phase of its own
+    /// within one packet gap (`TransportConfig::start_phase`).
+    pub start_phase: bool,
     /// ferroce: the library wakes for the NIC's ACK timers (`DeviceConfig::nic_timer_wake`;
     /// the model reports them, the RTL core does not yet).
     pub nic_timer_wake: bool,
@@ -165,6 +171,8 @@ impl Default for Options {
             reply_hint_counts_pending: true,
             flow_turns: true,
             flow_rotation: true,
+            tail_probe_few: true,
+            start_phase: true,
             nic_timer_wake: true,
             backend: BackendKind::Model,
             seed: 1,
@@ -250,6 +258,8 @@ impl Options {
             reply_hint_counts_pending: self.reply_hint_counts_pending,
             flow_turns: self.flow_turns,
             flow_rotation: self.flow_rotation,
+            tail_probe_few: self.tail_probe_few,
+            start_phase: self.start_phase,
             ..TransportConfig::default()
         };
         FerroceConfig {
