@@ -106,6 +106,10 @@ pub struct ExperimentArgs {
     /// only, not counting the requests still waiting for an accept.
     #[arg(long)]
     pub no_reply_pending: bool,
+    /// ferroce: a receiver's hints split its capacity among the senders it has seen only
+    /// (connected peers that have not sent yet get a newcomer's share but reserve none).
+    #[arg(long)]
+    pub no_hint_reserve: bool,
     /// ferroce: every connection's flows take their first turns from flow 0 (so a host's
     /// connections all start on the same path and plane).
     #[arg(long)]
@@ -177,6 +181,7 @@ impl ExperimentArgs {
             tail_probe_few: !self.no_tail_probe_few,
             start_phase: !self.no_start_phase,
             reply_hint_counts_pending: !self.no_reply_pending,
+            hint_reserves_unseen: !self.no_hint_reserve,
             nic_timer_wake: !self.no_nic_timer_wake,
             backend: self.backend.into(),
             seed: self.seed,

@@ -628,7 +628,8 @@ impl<N: Nic> Context<N> {
         dev.set_ack_coalesce(cfg.ack_coalesce.max(1));
         let sizes = dev.sizes();
         let cm_buf = dev.nic().alloc_dma(CM_LEN * CM_SLOTS as usize, 64)?;
-        let fair = FairShare::new(cfg.inbound_capacity_mbps, cfg.activity_timeout_ns);
+        let mut fair = FairShare::new(cfg.inbound_capacity_mbps, cfg.activity_timeout_ns);
+        fair.set_reserve_unseen(cfg.transport.hint_reserves_unseen);
         let mut conns = Vec::new();
         conns.resize_with(sizes.connections as usize, || None);
         let mut cqs = Vec::new();

@@ -86,6 +86,11 @@ pub struct TransportConfig {
     /// ([`FairShare::newcomer_with_pending_mbps`]): requests that arrive together (an incast's
     /// synchronised start) then all hint the same share, instead of C / k for the k-th.
     pub reply_hint_counts_pending: bool,
+    /// As a receiver, peers that connected to us and have not sent yet keep their share in
+    /// the rate hints for one activity timeout ([`FairShare::set_reserve_unseen`]): at a
+    /// synchronised start the first senders to arrive get C / (senders expected), not
+    /// C / (senders seen so far).
+    pub hint_reserves_unseen: bool,
     /// Packets a flow may send back to back after being idle (pacing burst).
     pub pacing_burst_packets: u32,
     /// At a shared receiver (rate hint below our line rate), the connection also paces the
@@ -134,6 +139,7 @@ impl Default for TransportConfig {
             line_rate_mbps: 100_000,
             reply_hint: true,
             reply_hint_counts_pending: true,
+            hint_reserves_unseen: true,
             pacing_burst_packets: 8,
             flow_turns: true,
             flow_rotation: true,

@@ -745,6 +745,47 @@ fn at_a_shared_receiver_the_flows_take_turns_from_the_first_packet() {
 }
 
 #[test]
+fn while_the_flows_take_turns_a_resend_takes_the_next_turn() {
+    // A 2 Gb/s share over 4 flows: the connection sends every 4.4 µs, each flow every 17.6.
+    let cfg = TransportConfig {
+        flow_rotation: false,
+        start_phase: false,
+        ..TransportConfig::default()
+    };
+    let mut c = Connection::new(params(4, &[TagMode::Ordered]), cfg, 0);
+    c.apply_rate_hint(0, 2_000);
+    c.set_ready(0);
+    c.post(write(1, 0, 64 * MTU)).unwrap();
+    let mut sent = Vec::new();
+    let mut now = 0;
+    while sent.len() < 6 {
+        sent.extend(send_all(&mut c, now).iter().map(|d| (now, d.flow, d.fsn)));
+        now += 100;
+    }
+    assert_eq!(
+        sent.iter().map(|x| x.1).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 0, 1]
+    );
+    // Flow 0's second packet arrived, its first did not: a hole, resent at the connection's
+    // next turn (about 4.4 µs after the last packet), not at flow 0's own next slot (17.6 µs
+    // after its last one).
+    let f0 = sent[0].2;
+    c.handle_event(now, &ack_hint(0, f0, &[fsn_add(f0, 1)], 0, 2_000));
+    let last = sent[5].0;
+    let mut next = None;
+    while next.is_none() && now < last + 20_000 {
+        next = send_all(&mut c, now).first().map(|d| (now, d.flow, d.fsn));
+        now += 100;
+    }
+    let (at, flow, fsn) = next.unwrap();
+    assert_eq!((flow, fsn), (0, f0), "the resend goes first");
+    assert!(
+        at <= last + 4_500,
+        "at the connection's next turn: {at} vs {last}"
+    );
+}
+
+#[test]
 fn at_a_shared_receiver_connections_start_on_flows_of_their_own() {
     let first = |conn: u32, rotation: bool| {
         let cfg = TransportConfig {

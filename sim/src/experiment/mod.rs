@@ -114,6 +114,9 @@ pub struct Options {
     /// ferroce: an acceptor's CM reply counts the requests it has not accepted yet as
     /// senders (`TransportConfig::reply_hint_counts_pending`).
     pub reply_hint_counts_pending: bool,
+    /// ferroce: a receiver's hints keep shares for connected peers that have not sent yet
+    /// (`TransportConfig::hint_reserves_unseen`).
+    pub hint_reserves_unseen: bool,
     /// ferroce: at a shared receiver a connection paces the sum of its flows, so that they
     /// take turns, with no burst before the first ACK (`TransportConfig::flow_turns`).
     pub flow_turns: bool,
@@ -169,6 +172,7 @@ impl Default for Options {
             host_budget: ferroce::core::HostBudgetConfig::default(),
             reply_hint: true,
             reply_hint_counts_pending: true,
+            hint_reserves_unseen: true,
             flow_turns: true,
             flow_rotation: true,
             tail_probe_few: true,
@@ -256,6 +260,7 @@ impl Options {
             host_budget: self.host_budget,
             reply_hint: self.reply_hint,
             reply_hint_counts_pending: self.reply_hint_counts_pending,
+            hint_reserves_unseen: self.hint_reserves_unseen,
             flow_turns: self.flow_turns,
             flow_rotation: self.flow_rotation,
             tail_probe_few: self.tail_probe_few,
