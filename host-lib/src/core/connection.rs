@@ -1223,12 +1223,16 @@ impl Connection {
             let mut best: Option<(usize, bool)> = None;
             let mut best_key = (true, u64::MAX);
             let turns = self.turns();
+            // New data keeps to the connection's pacing clock exactly (no burst credit).
+            let strict_ok = !turns || self.next_send_at <= now;
             for (i, f) in self.flows.iter().enumerate() {
                 // While the flows take turns, a resend or a due tail-loss probe takes the
-                // connection's next turn whatever its flow's own pacing says: at a small share
-                // a flow's gap is several RTTs, longer than the retransmission timeout.
+                // connection's next turn whatever its flow's own pacing says (at a small share
+                // a flow's gap is several RTTs, longer than the retransmission timeout), and
+                // may use the connection's burst credit.
                 let urgent = turns && f.urgent(new_ok);
-                if !urgent && !f.pace_ok(now) {
+                let paced = strict_ok && f.pace_ok(now);
+                if !(urgent || paced) {
                     continue;
                 }
                 let has_retx = !f.retx.is_empty();
@@ -1486,14 +1490,16 @@ impl Connection {
                 !f.retx.is_empty() || can_new
             })
             .map(|(_, f)| {
-                if turns && f.urgent(new_ok) {
-                    0
-                } else {
+                if !turns {
                     f.pace_at()
+                } else if f.urgent(new_ok) {
+                    self.conn_pace_at()
+                } else {
+                    f.pace_at().max(self.next_send_at)
                 }
             })
             .min()?;
-        Some(at.max(self.conn_pace_at()))
+        Some(at)
     }
 
     /// Bytes in flight over all flows (payload plus headers; 0 once the connection failed).

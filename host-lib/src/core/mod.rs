@@ -96,9 +96,12 @@ pub struct TransportConfig {
     /// At a shared receiver (rate hint below our line rate), the connection also paces the
     /// sum of its flows at the sum of their rates, so that its flows take turns: without it,
     /// flows that pace at the same rate from the same start leave in phase, one packet each
-    /// back to back, and the connection delivers its share in clumps of `flows` packets. The
-    /// connection's pacer has no burst credit before the first ACK, so the first window leaves
-    /// at the hinted rate instead of in one burst.
+    /// back to back, and the connection delivers its share in clumps of `flows` packets. New
+    /// data keeps to the connection's pacing clock exactly (no burst credit, so the first
+    /// window leaves at the hinted rate instead of in one burst, and a connection whose window
+    /// reopens does not catch up above its share); a resend or a due tail-loss probe takes the
+    /// connection's next turn whatever its own flow's pacing says, with up to one base RTT of
+    /// credit after the first ACK.
     pub flow_turns: bool,
     /// With [`TransportConfig::flow_turns`] at a shared receiver, a connection's flows take
     /// their first turns starting from a flow of its own (its id plus its first FSN, modulo

@@ -675,32 +675,42 @@ fn a_lone_lost_packet_is_probed_at_any_receiver() {
 fn at_a_small_share_the_burst_after_idling_is_at_most_an_rtt_of_credit() {
     // The default burst of 8 packets per flow, at a 1 Gb/s share of 4 flows (an incast of 100),
     // would be a credit of 7 gaps of 35 µs: 245 µs of line-rate sending above the share.
-    let mut c = Connection::new(
-        params(4, &[TagMode::Ordered]),
-        TransportConfig::default(),
-        0,
-    );
-    c.set_ready(0);
-    c.post(write(1, 0, 256 * MTU)).unwrap();
-    let d = send_all(&mut c, 0);
-    let mut hi = std::collections::BTreeMap::new();
-    for x in &d {
-        hi.insert(x.flow, x.fsn);
-    }
-    for (&f, &fsn) in &hi {
-        c.handle_event(10_000, &ack_hint(f, fsn_add(fsn, 1), &[], 0, 1_000));
-    }
-    // Everything acknowledged; long idle; then count what leaves within 30 µs.
-    let mut sent = 0;
-    let mut now = 300_000;
-    while now < 330_000 {
-        sent += send_all(&mut c, now).len();
-        now += 500;
-    }
+    let after_idle = |turns: bool| {
+        let cfg = TransportConfig {
+            flow_turns: turns,
+            ..TransportConfig::default()
+        };
+        let mut c = Connection::new(params(4, &[TagMode::Ordered]), cfg, 0);
+        c.set_ready(0);
+        c.post(write(1, 0, 256 * MTU)).unwrap();
+        let d = send_all(&mut c, 0);
+        let mut hi = std::collections::BTreeMap::new();
+        for x in &d {
+            hi.insert(x.flow, x.fsn);
+        }
+        for (&f, &fsn) in &hi {
+            c.handle_event(10_000, &ack_hint(f, fsn_add(fsn, 1), &[], 0, 1_000));
+        }
+        // Everything acknowledged; long idle; then count what leaves within 30 µs.
+        let mut sent = 0;
+        let mut now = 300_000;
+        while now < 330_000 {
+            sent += send_all(&mut c, now).len();
+            now += 500;
+        }
+        sent
+    };
     // 1 Gb/s for 30 µs is 3.4 packets of 1100 bytes; one RTT (10 µs) of credit adds about one
     // per flow.
+    let sent = after_idle(false);
     assert!(sent <= 9, "{sent} packets in 30 µs at a 1 Gb/s share");
     assert!(sent >= 3, "{sent}");
+    // With the flows taking turns the connection's new data keeps to its share exactly.
+    let sent = after_idle(true);
+    assert!(
+        (3..=4).contains(&sent),
+        "{sent} packets in 30 µs at a 1 Gb/s share"
+    );
 }
 
 /// Send times and flows of the first `n` packets, stepping time by `step` ns.
