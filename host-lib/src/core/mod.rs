@@ -78,8 +78,9 @@ pub struct TransportConfig {
     pub line_rate_mbps: u32,
     /// Start at the rate hint the acceptor's CM reply carries when it is below our line rate
     /// (see [`Connection::apply_rate_hint`](connection::Connection::apply_rate_hint)): an
-    /// incast's first burst shrinks, but every flow then starts with about one packet in
-    /// flight, and a lost one waits for a probe or a timeout (see docs/fabric.md).
+    /// incast's first burst shrinks. Every flow then has about one packet in flight, so the
+    /// connection paces its flows' sum ([`TransportConfig::flow_turns`]) and probes their
+    /// tails ([`TransportConfig::tail_probe_few`]); see docs/fabric.md, "Incast" (5) and (7).
     pub reply_hint: bool,
     /// As an acceptor, count the connection requests that have arrived and are not accepted
     /// yet as senders in the share the CM reply hints
