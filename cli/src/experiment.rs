@@ -98,6 +98,30 @@ pub struct ExperimentArgs {
     /// full windows until the first ACK's hint.
     #[arg(long)]
     pub no_reply_hint: bool,
+    /// ferroce: at a shared receiver a connection's flows pace independently (they leave in
+    /// phase, one packet each back to back) and its first window may burst.
+    #[arg(long)]
+    pub no_flow_turns: bool,
+    /// ferroce: an acceptor's CM reply hints the share among the senders it has accepted
+    /// only, not counting the requests still waiting for an accept.
+    #[arg(long)]
+    pub no_reply_pending: bool,
+    /// ferroce: a receiver's hints split its capacity among the senders it has seen only
+    /// (connected peers that have not sent yet get a newcomer's share but reserve none).
+    #[arg(long)]
+    pub no_hint_reserve: bool,
+    /// ferroce: every connection's flows take their first turns from flow 0 (so a host's
+    /// connections all start on the same path and plane).
+    #[arg(long)]
+    pub no_flow_rotation: bool,
+    /// ferroce: tail-loss probes only at a shared receiver, and packets request ACKs only near
+    /// a full window or a message's end (not also when they leave one or two in flight).
+    #[arg(long)]
+    pub no_tail_probe_few: bool,
+    /// ferroce: connections starting at a share send their first packet at once (no phase of
+    /// their own within one packet gap).
+    #[arg(long)]
+    pub no_start_phase: bool,
     /// ferroce: the library does not wake for the NIC's ACK timers (a delayed ACK then leaves
     /// with the next news, as it did before NICs reported their timers).
     #[arg(long)]
@@ -152,6 +176,12 @@ impl ExperimentArgs {
                 pacing_min_active: self.host_pacing_min_active,
             },
             reply_hint: !self.no_reply_hint,
+            flow_turns: !self.no_flow_turns,
+            flow_rotation: !self.no_flow_rotation,
+            tail_probe_few: !self.no_tail_probe_few,
+            start_phase: !self.no_start_phase,
+            reply_hint_counts_pending: !self.no_reply_pending,
+            hint_reserves_unseen: !self.no_hint_reserve,
             nic_timer_wake: !self.no_nic_timer_wake,
             backend: self.backend.into(),
             seed: self.seed,

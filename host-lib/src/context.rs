@@ -628,7 +628,8 @@ impl<N: Nic> Context<N> {
         dev.set_ack_coalesce(cfg.ack_coalesce.max(1));
         let sizes = dev.sizes();
         let cm_buf = dev.nic().alloc_dma(CM_LEN * CM_SLOTS as usize, 64)?;
-        let fair = FairShare::new(cfg.inbound_capacity_mbps, cfg.activity_timeout_ns);
+        let mut fair = FairShare::new(cfg.inbound_capacity_mbps, cfg.activity_timeout_ns);
+        fair.set_reserve_unseen(cfg.transport.hint_reserves_unseen);
         let mut conns = Vec::new();
         conns.resize_with(sizes.connections as usize, || None);
         let mut cqs = Vec::new();
@@ -1127,6 +1128,13 @@ impl<N: Nic> Context<N> {
             entropies: entropies.clone(),
         };
         self.fair.add_sender(id, msg.rate_mbps);
+        // Requests still waiting for an accept will most likely send too.
+        let pending = if self.cfg.transport.reply_hint_counts_pending {
+            self.incoming.len()
+        } else {
+            0
+        };
+        let newcomer = self.fair.newcomer_with_pending_mbps(self.now, pending);
         let reply = CmRepr {
             kind: CmKind::Reply,
             src_conn: id,
@@ -1138,7 +1146,7 @@ impl<N: Nic> Context<N> {
             rate_mbps: self.cfg.transport.line_rate_mbps,
             // The newcomer's share (the Tag modes are the requester's own): an incast's
             // senders start at it rather than each with a full first window.
-            tag_modes: self.fair.newcomer_mbps(self.now).min(msg.rate_mbps.max(1)) as u64,
+            tag_modes: newcomer.min(msg.rate_mbps.max(1)) as u64,
             ..msg
         };
         let core = Connection::new(params, self.cfg.transport.clone(), self.now);

@@ -20,6 +20,10 @@ use std::collections::VecDeque;
 /// about), for windows and pacing.
 pub(crate) const HEADER_BYTES: u32 = 100;
 
+/// Packets in flight on a flow up to which [`TransportConfig::tail_probe_few`] treats its
+/// last packets as a tail.
+const FEW_INFLIGHT: u64 = 2;
+
 /// Where a connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnState {
@@ -186,6 +190,16 @@ pub struct Connection {
     /// The hint came from the CM reply and no ACK has applied one yet.
     hint_before_ack: bool,
     next_entropy: usize,
+    /// The connection's pacing clock over all its flows ([`TransportConfig::flow_turns`]): it
+    /// may send while this is at most `burst_ns` ahead of now.
+    next_send_at: u64,
+    /// How far the connection's pacing clock may run ahead of now.
+    burst_ns: u64,
+    /// An ACK has arrived (the connection's pacer may burst after idling).
+    acked_once: bool,
+    /// The start of a connection at a shared receiver ([`TransportConfig::flow_rotation`],
+    /// [`TransportConfig::start_phase`]) was applied.
+    phased: bool,
     starved: bool,
     vclock: u64,
     scratch: Vec<u32>,
@@ -267,6 +281,10 @@ impl Connection {
             last_heard: now,
             hint_mbps: 0,
             hint_before_ack: false,
+            next_send_at: 0,
+            burst_ns: 0,
+            acked_once: false,
+            phased: false,
             starved: false,
             vclock: 0,
             scratch: Vec::new(),
@@ -423,6 +441,34 @@ impl Connection {
     /// path, which a probe's quick recovery would forgo.
     fn shared(&self) -> bool {
         self.hint_mbps > 0 && self.hint_mbps < self.cfg.line_rate_mbps
+    }
+
+    /// Whether flow `f` sends tail-loss probes: at a shared receiver always, elsewhere (with
+    /// [`TransportConfig::tail_probe_few`]) while it has at most [`FEW_INFLIGHT`] packets in
+    /// flight, when a lost packet is most likely the last of its flow for a while.
+    fn probes_tail(&self, f: &Flow) -> bool {
+        self.shared()
+            || (self.cfg.tail_probe_few
+                && f.inflight_bytes <= FEW_INFLIGHT * (self.params.mtu + HEADER_BYTES) as u64)
+    }
+
+    /// Whether the connection paces the sum of its flows ([`TransportConfig::flow_turns`]).
+    fn turns(&self) -> bool {
+        self.cfg.flow_turns && self.shared()
+    }
+
+    /// Whether the connection's own pacer lets a packet go at `now`.
+    fn conn_pace_ok(&self, now: u64) -> bool {
+        !self.turns() || self.next_send_at <= now + self.burst_ns
+    }
+
+    /// When the connection's own pacer next lets a packet go.
+    fn conn_pace_at(&self) -> u64 {
+        if self.turns() {
+            self.next_send_at.saturating_sub(self.burst_ns)
+        } else {
+            0
+        }
     }
 
     fn usable(&self) -> bool {
@@ -610,6 +656,7 @@ impl Connection {
         }
         self.stats.acks += 1;
         self.last_heard = now;
+        self.acked_once = true;
         let mut acked_msgs = std::mem::take(&mut self.scratch);
         acked_msgs.clear();
         let f = &mut self.flows[fi];
@@ -1135,14 +1182,57 @@ impl Connection {
             return 0;
         }
         self.release_parked(now);
+        if !self.phased && !self.acked_once && self.turns() && !self.active_tags.is_empty() {
+            self.phased = true;
+            let nflows = self.flows.len();
+            if self.cfg.flow_rotation && self.stats.packets_sent == 0 {
+                // The first flow to send is the connection's own (its id plus its first FSN,
+                // modulo the flows) rather than flow 0 for every connection: a host's
+                // connections then start spread over the paths (and planes) instead of all
+                // on the first. Ties of the weighted virtual time go to the lowest index.
+                let first = (self.params.local_conn as usize)
+                    .wrapping_add(self.params.tx_initial_fsn as usize)
+                    % nflows;
+                for (i, f) in self.flows.iter_mut().enumerate() {
+                    f.vtime = self.vclock + ((i + nflows - first) % nflows) as u64;
+                }
+            }
+            if self.cfg.start_phase {
+                // The first packet leaves at a phase of the connection's own within one packet
+                // gap at the hinted share: senders that start together at their shares then
+                // interleave instead of each sending its first packet at the same instant.
+                let total: f64 = (0..nflows)
+                    .map(|i| self.cc.pacing_rate(i))
+                    .sum::<f64>()
+                    .max(1e-6);
+                let cgap = (self.params.mtu + HEADER_BYTES) as f64 / total;
+                let frac = phase_fraction(self.params.local_conn, self.params.tx_initial_fsn);
+                self.next_send_at = self.next_send_at.max(now + (frac * cgap) as u64);
+                if !self.conn_pace_ok(now) {
+                    return 0;
+                }
+            }
+        }
         let mut sent = 0;
         let mut new_ok = !self.starved && !self.active_tags.is_empty();
         let pkt_full = (self.params.mtu + HEADER_BYTES) as u64;
         while sent < budget {
+            if !self.conn_pace_ok(now) {
+                break;
+            }
             let mut best: Option<(usize, bool)> = None;
-            let mut best_v = u64::MAX;
+            let mut best_key = (true, u64::MAX);
+            let turns = self.turns();
+            // New data keeps to the connection's pacing clock exactly (no burst credit).
+            let strict_ok = !turns || self.next_send_at <= now;
             for (i, f) in self.flows.iter().enumerate() {
-                if !f.pace_ok(now) {
+                // While the flows take turns, a resend or a due tail-loss probe takes the
+                // connection's next turn whatever its flow's own pacing says (at a small share
+                // a flow's gap is several RTTs, longer than the retransmission timeout), and
+                // may use the connection's burst credit.
+                let urgent = turns && f.urgent(new_ok);
+                let paced = strict_ok && f.pace_ok(now);
+                if !(urgent || paced) {
                     continue;
                 }
                 let has_retx = !f.retx.is_empty();
@@ -1152,8 +1242,9 @@ impl Connection {
                     && (f.inflight_bytes == 0
                         || f.probe_new
                         || f.inflight_bytes + pkt_full <= self.cc.window(i));
-                if (has_retx || can_new) && f.vtime < best_v {
-                    best_v = f.vtime;
+                let key = (!urgent, f.vtime);
+                if (has_retx || can_new) && key < best_key {
+                    best_key = key;
                     best = Some((i, has_retx));
                 }
             }
@@ -1208,6 +1299,8 @@ impl Connection {
                     self.last_heard = self.last_heard.max(now);
                 }
                 depart = gate.on_send(now, (len + HEADER_BYTES) as u64);
+                let slow = (pkt_full as f64 / self.cc.pacing_rate(fi).max(1e-6)) as u64
+                    > self.flows[fi].srtt / 2;
                 let f = &mut self.flows[fi];
                 let seq = f.next;
                 f.next += 1;
@@ -1225,9 +1318,16 @@ impl Connection {
                     state: PktState::InFlight,
                 });
                 f.inflight_bytes += len as u64 + HEADER_BYTES as u64;
+                // With `tail_probe_few`, a packet that leaves its flow with at most two in
+                // flight requests an ACK too when the flow's next packet is more than half an
+                // RTT away (a small share paces a flow at one packet per several RTTs):
+                // nothing sent soon after it would expose its loss.
                 let nearly_full = std::mem::take(&mut f.probe_new)
                     || f.window_room() <= 2
-                    || f.inflight_bytes + pkt_full > self.cc.window(fi);
+                    || f.inflight_bytes + pkt_full > self.cc.window(fi)
+                    || (self.cfg.tail_probe_few
+                        && f.inflight_bytes <= FEW_INFLIGHT * pkt_full
+                        && slow);
                 if let Some(p) = f.ring.back_mut() {
                     p.ack_req = ack_req || nearly_full;
                 }
@@ -1266,6 +1366,23 @@ impl Connection {
             let burst = gap * self.cfg.pacing_burst_packets.saturating_sub(1) as u64;
             f.burst_ns = if shared { burst.min(f.min_rtt) } else { burst };
             f.next_send_at = f.next_send_at.max(now) + gap;
+            if self.cfg.flow_turns && shared {
+                // The connection's pacer: the sum of the flows' rates, the same burst rule,
+                // and no burst before the first ACK (a paced first window).
+                let total: f64 = (0..self.flows.len())
+                    .map(|i| self.cc.pacing_rate(i))
+                    .sum::<f64>()
+                    .max(1e-6);
+                let cgap = (bytes as f64 / total) as u64;
+                let cburst = cgap * self.cfg.pacing_burst_packets.saturating_sub(1) as u64;
+                self.burst_ns = if self.acked_once {
+                    cburst.min(self.flows[fi].min_rtt)
+                } else {
+                    0
+                };
+                self.next_send_at = self.next_send_at.max(now) + cgap;
+            }
+            let f = &mut self.flows[fi];
             let v = f.vtime.max(self.vclock);
             self.vclock = v;
             f.vtime = v + bytes as u64 * FULL_WEIGHT as u64 / f.weight.max(1) as u64;
@@ -1325,7 +1442,7 @@ impl Connection {
             if let Some(d) = f.rto_deadline {
                 at(d);
             }
-            if let Some(d) = f.tail_deadline.filter(|_| self.shared()) {
+            if let Some(d) = f.tail_deadline.filter(|_| self.probes_tail(f)) {
                 at(d);
             }
             for &(p, _) in &f.parked {
@@ -1358,7 +1475,9 @@ impl Connection {
         }
         let new_ok = !self.starved && !self.active_tags.is_empty();
         let pkt_full = (self.params.mtu + HEADER_BYTES) as u64;
-        self.flows
+        let turns = self.turns();
+        let at = self
+            .flows
             .iter()
             .enumerate()
             .filter(|(i, f)| {
@@ -1370,8 +1489,17 @@ impl Connection {
                         || f.inflight_bytes + pkt_full <= self.cc.window(*i));
                 !f.retx.is_empty() || can_new
             })
-            .map(|(_, f)| f.pace_at())
-            .min()
+            .map(|(_, f)| {
+                if !turns {
+                    f.pace_at()
+                } else if f.urgent(new_ok) {
+                    self.conn_pace_at()
+                } else {
+                    f.pace_at().max(self.next_send_at)
+                }
+            })
+            .min()?;
+        Some(at)
     }
 
     /// Bytes in flight over all flows (payload plus headers; 0 once the connection failed).
@@ -1406,15 +1534,15 @@ impl Connection {
                 self.starved = false;
             }
         }
-        let shared = self.shared();
         for fi in 0..self.flows.len() {
             if self.flows[fi].tail_deadline.is_none_or(|d| d > now) {
                 continue;
             }
             let (rtt, slack) = tail_timing(&self.flows, fi, self.cfg.initial_rtt_ns);
             let new_data = !self.starved && !self.active_tags.is_empty();
+            let probes = self.probes_tail(&self.flows[fi]);
             let f = &mut self.flows[fi];
-            let due = shared && f.tail_due(now, rtt, slack);
+            let due = probes && f.tail_due(now, rtt, slack);
             if due {
                 if new_data && !f.dead && f.window_room() > 0 {
                     if !f.probe_new {
@@ -1539,6 +1667,16 @@ fn emit(out: &mut VecDeque<WorkCompletion>, conn: u32, m: &Msg) {
         byte_len: m.wr.len,
         imm: None,
     });
+}
+
+/// A fraction in [0, 1) of the connection's own, from its id and first FSN (a splitmix64
+/// finaliser): deterministic, and different for the connections of different hosts.
+fn phase_fraction(conn: u32, fsn: u32) -> f64 {
+    let mut z = ((conn as u64) << 32 | fsn as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Tail-loss timing of flow `fi`: how long an ACK takes now (its own most recent delivery's

@@ -269,6 +269,13 @@ impl Flow {
         self.next_send_at.saturating_sub(self.burst_ns)
     }
 
+    /// Whether the flow has a resend queued, or a tail-loss probe due as new data (with
+    /// `new_data` to send): what may take a turn ahead of the other flows.
+    #[inline]
+    pub fn urgent(&self, new_data: bool) -> bool {
+        !self.retx.is_empty() || (self.probe_new && new_data && !self.dead)
+    }
+
     /// Packets the receiver's SACK window still has room for.
     #[inline]
     pub fn window_room(&self) -> u64 {

@@ -78,11 +78,48 @@ pub struct TransportConfig {
     pub line_rate_mbps: u32,
     /// Start at the rate hint the acceptor's CM reply carries when it is below our line rate
     /// (see [`Connection::apply_rate_hint`](connection::Connection::apply_rate_hint)): an
-    /// incast's first burst shrinks, but every flow then starts with about one packet in
-    /// flight, and a lost one waits for a probe or a timeout (see docs/fabric.md).
+    /// incast's first burst shrinks. Every flow then has about one packet in flight, so the
+    /// connection paces its flows' sum ([`TransportConfig::flow_turns`]) and probes their
+    /// tails ([`TransportConfig::tail_probe_few`]); see docs/fabric.md, "Incast" (5) and (7).
     pub reply_hint: bool,
+    /// As an acceptor, count the connection requests that have arrived and are not accepted
+    /// yet as senders in the share the CM reply hints
+    /// ([`FairShare::newcomer_with_pending_mbps`]): requests that arrive together (an incast's
+    /// synchronised start) then all hint the same share, instead of C / k for the k-th.
+    pub reply_hint_counts_pending: bool,
+    /// As a receiver, peers that connected to us and have not sent yet keep their share in
+    /// the rate hints for one activity timeout ([`FairShare::set_reserve_unseen`]): at a
+    /// synchronised start the first senders to arrive get C / (senders expected), not
+    /// C / (senders seen so far).
+    pub hint_reserves_unseen: bool,
     /// Packets a flow may send back to back after being idle (pacing burst).
     pub pacing_burst_packets: u32,
+    /// At a shared receiver (rate hint below our line rate), the connection also paces the
+    /// sum of its flows at the sum of their rates, so that its flows take turns: without it,
+    /// flows that pace at the same rate from the same start leave in phase, one packet each
+    /// back to back, and the connection delivers its share in clumps of `flows` packets. New
+    /// data keeps to the connection's pacing clock exactly (no burst credit, so the first
+    /// window leaves at the hinted rate instead of in one burst, and a connection whose window
+    /// reopens does not catch up above its share); a resend or a due tail-loss probe takes the
+    /// connection's next turn whatever its own flow's pacing says, with up to one base RTT of
+    /// credit after the first ACK.
+    pub flow_turns: bool,
+    /// With [`TransportConfig::flow_turns`] at a shared receiver, a connection's flows take
+    /// their first turns starting from a flow of its own (its id plus its first FSN, modulo
+    /// the flows) instead of flow 0: the connections of a host then start spread over the
+    /// paths and planes instead of all queueing on the first.
+    pub flow_rotation: bool,
+    /// Tail-loss probes for flows with one or two packets in flight whether or not the
+    /// receiver is shared (at a shared receiver every flow probes), and such packets request
+    /// an immediate ACK: a flow paced at a small share, or at the end of its data, has nothing
+    /// following its last packets to expose their loss, which would otherwise wait for the
+    /// retransmission timeout.
+    pub tail_probe_few: bool,
+    /// With [`TransportConfig::flow_turns`] at a shared receiver, the connection's first packet
+    /// waits for a phase of its own (from its id and first FSN) within one packet gap at its
+    /// hinted rate: senders of an incast that start at the same instant at their shares then
+    /// interleave instead of all sending their first packets at once.
+    pub start_phase: bool,
     /// Builds the congestion controller of each connection.
     pub congestion: Arc<dyn ControllerFactory>,
     /// The host-wide in-flight cap and pacer over all connections of the context (one NIC).
@@ -105,7 +142,13 @@ impl Default for TransportConfig {
             max_send_wr: 4096,
             line_rate_mbps: 100_000,
             reply_hint: true,
+            reply_hint_counts_pending: true,
+            hint_reserves_unseen: true,
             pacing_burst_packets: 8,
+            flow_turns: true,
+            flow_rotation: true,
+            tail_probe_few: true,
+            start_phase: true,
             congestion: Arc::new(EcnAimdConfig::default()),
             host_budget: HostBudgetConfig::default(),
         }

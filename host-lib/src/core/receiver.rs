@@ -23,6 +23,8 @@ struct Sender {
     /// Counts toward a newcomer's share: the peer opened the connection to us (to send,
     /// presumably), or it has sent on it.
     expected: bool,
+    /// When the first [`FairShare::compute`] saw it.
+    seen_at: Option<u64>,
 }
 
 /// Fair-share rate hints for the senders of one receiver.
@@ -30,6 +32,7 @@ struct Sender {
 pub struct FairShare {
     capacity_mbps: u32,
     activity_timeout_ns: u64,
+    reserve_unseen: bool,
     senders: BTreeMap<u32, Sender>,
 }
 
@@ -40,8 +43,17 @@ impl FairShare {
         FairShare {
             capacity_mbps,
             activity_timeout_ns,
+            reserve_unseen: false,
             senders: BTreeMap::new(),
         }
+    }
+
+    /// Whether expected senders that have not sent yet keep a share in the water filling
+    /// (for one activity timeout after they were added): when senders start together, the
+    /// first to arrive then get C / (senders expected) rather than C / (senders seen so far),
+    /// which would hand out several times the capacity until the others are seen.
+    pub fn set_reserve_unseen(&mut self, on: bool) {
+        self.reserve_unseen = on;
     }
 
     /// Inbound capacity (Mb/s).
@@ -74,6 +86,7 @@ impl FairShare {
             last_progress_at: None,
             hint: 0,
             expected,
+            seen_at: None,
         });
         e.demand_mbps = demand_mbps;
         e.expected |= expected;
@@ -113,8 +126,16 @@ impl FairShare {
     /// every known sender, or over the active ones and itself if they are more (the share
     /// [`FairShare::compute`] hands such senders, capped by nothing but the capacity).
     pub fn newcomer_mbps(&self, now: u64) -> u32 {
+        self.newcomer_with_pending_mbps(now, 0)
+    }
+
+    /// [`FairShare::newcomer_mbps`] with `pending` more senders expected: peers whose
+    /// connection requests have arrived and are not accepted yet. The CM Reply's hint counts
+    /// them, so that senders whose requests arrive together (a synchronised incast) start at
+    /// the same share instead of at C / k for the k-th accepted.
+    pub fn newcomer_with_pending_mbps(&self, now: u64, pending: usize) -> u32 {
         let expected = self.senders.values().filter(|s| s.expected).count();
-        let all = expected.max(self.active_count(now) + 1);
+        let all = (expected + pending).max(self.active_count(now) + 1);
         (self.capacity_mbps / all as u32).max(1)
     }
 
@@ -125,10 +146,21 @@ impl FairShare {
 
     /// Recomputes every hint at `now`; calls `changed(conn, mbps)` for each hint that changed.
     pub fn compute(&mut self, now: u64, mut changed: impl FnMut(u32, u32)) {
+        for s in self.senders.values_mut() {
+            s.seen_at.get_or_insert(now);
+        }
+        // With `reserve_unseen`, expected senders that have never sent (and were added
+        // within the activity timeout) take part in the water filling as if active.
+        let timeout = self.activity_timeout_ns;
+        let reserve = |s: &Sender| {
+            s.expected
+                && s.last_progress_at.is_none()
+                && s.seen_at.is_some_and(|t| now.saturating_sub(t) <= timeout)
+        };
         let mut active: Vec<(u32, u32)> = self
             .senders
             .iter()
-            .filter(|(_, s)| self.active(s, now))
+            .filter(|(_, s)| self.active(s, now) || (self.reserve_unseen && reserve(s)))
             .map(|(&c, s)| (c, s.demand_mbps))
             .collect();
         active.sort_by_key(|&(_, d)| d);
@@ -145,10 +177,12 @@ impl FairShare {
         // Every known sender counts for a newcomer: those that are not active yet may start
         // at the same instant as it does (a synchronised incast).
         let newcomer = self.newcomer_mbps(now);
+        let reserve_unseen = self.reserve_unseen;
         for (&conn, s) in self.senders.iter_mut() {
+            // A reserved (unseen) sender gets the newcomer's share like any sender not active.
             let hint = match shares.get(&conn) {
-                Some(&h) => h.max(1),
-                None => newcomer.min(s.demand_mbps).max(1),
+                Some(&h) if !(reserve_unseen && reserve(s)) => h.max(1),
+                _ => newcomer.min(s.demand_mbps).max(1),
             };
             if hint != s.hint {
                 s.hint = hint;
@@ -203,6 +237,8 @@ mod tests {
         let mut g = FairShare::new(100_000, 10_000);
         g.add_sender(3, 100_000);
         assert_eq!(hints(&mut g, 0)[&3], 100_000);
+        // Requests not yet accepted count for the reply's hint when asked.
+        assert_eq!(g.newcomer_with_pending_mbps(0, 3), 25_000);
         // Connections we opened do not count until their peer sends on them (a ring: one
         // peer sends to us, we send to the other).
         g.add_own_connection(4, 100_000);
@@ -215,6 +251,25 @@ mod tests {
             (50_000, 100_000),
             "4 is active; 3 would be the second"
         );
+    }
+
+    #[test]
+    fn unseen_senders_keep_their_share_until_they_send_or_time_out() {
+        let mut f = FairShare::new(100_000, 10_000);
+        f.set_reserve_unseen(true);
+        for c in 0..8 {
+            f.add_sender(c, 100_000);
+        }
+        // Two of eight have sent: they get C / 8, not C / 2, while the others are unseen.
+        f.observe(0, 1_000, 1);
+        f.observe(1, 1_000, 1);
+        let h = hints(&mut f, 1_000);
+        assert_eq!((h[&0], h[&1], h[&5]), (12_500, 12_500, 12_500));
+        // Later, the six that never sent no longer hold shares back.
+        f.observe(0, 20_000, 2);
+        f.observe(1, 20_000, 2);
+        let h = hints(&mut f, 20_000);
+        assert_eq!((h[&0], h[&1], h[&5]), (50_000, 50_000, 12_500));
     }
 
     #[test]

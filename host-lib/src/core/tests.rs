@@ -395,6 +395,8 @@ fn timeouts_change_entropy_then_declare_the_path_dead_and_an_ack_revives_it() {
         same_entropy_retries: 2,
         dead_after_timeouts: 3,
         connection_timeout_ns: u64::MAX / 4,
+        // Only the timeouts: no tail-loss probe of the lone packet in flight first.
+        tail_probe_few: false,
         ..TransportConfig::default()
     };
     let mut c = ready(2, &[TagMode::Ordered], cfg);
@@ -641,35 +643,184 @@ fn no_probe_when_the_receiver_is_not_shared() {
 }
 
 #[test]
+fn a_lone_lost_packet_is_probed_at_any_receiver() {
+    // One flow, a message of two packets: both request ACKs (the message's tail). The first
+    // is delivered, the second dropped: one packet in flight and nothing behind it.
+    let mut c = ready(1, &[TagMode::Ordered], TransportConfig::default());
+    c.post(write(1, 0, 2 * MTU)).unwrap();
+    let d = send_all(&mut c, 0);
+    assert_eq!(d.len(), 2);
+    let f0 = d[0].fsn;
+    c.handle_event(10_000, &ack_hint(0, fsn_add(f0, 1), &[], 0, 100_000));
+    let t = c.poll_timer().unwrap();
+    assert!(t < 40_000, "probed about an RTT later, not at the RTO: {t}");
+    c.handle_timeout(t);
+    let p = send_all(&mut c, t);
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].fsn, fsn_add(f0, 1), "the last packet again");
+    assert_eq!((c.stats().tail_probes, c.stats().timeouts), (1, 0));
+    // Without `tail_probe_few` only the timeout resends it.
+    let cfg = TransportConfig {
+        tail_probe_few: false,
+        ..TransportConfig::default()
+    };
+    let mut c = ready(1, &[TagMode::Ordered], cfg);
+    c.post(write(1, 0, 2 * MTU)).unwrap();
+    send_all(&mut c, 0);
+    c.handle_event(10_000, &ack_hint(0, fsn_add(f0, 1), &[], 0, 100_000));
+    assert!(c.poll_timer().unwrap() >= 100_000);
+}
+
+#[test]
 fn at_a_small_share_the_burst_after_idling_is_at_most_an_rtt_of_credit() {
     // The default burst of 8 packets per flow, at a 1 Gb/s share of 4 flows (an incast of 100),
     // would be a credit of 7 gaps of 35 µs: 245 µs of line-rate sending above the share.
-    let mut c = Connection::new(
-        params(4, &[TagMode::Ordered]),
-        TransportConfig::default(),
-        0,
-    );
-    c.set_ready(0);
-    c.post(write(1, 0, 256 * MTU)).unwrap();
-    let d = send_all(&mut c, 0);
-    let mut hi = std::collections::BTreeMap::new();
-    for x in &d {
-        hi.insert(x.flow, x.fsn);
-    }
-    for (&f, &fsn) in &hi {
-        c.handle_event(10_000, &ack_hint(f, fsn_add(fsn, 1), &[], 0, 1_000));
-    }
-    // Everything acknowledged; long idle; then count what leaves within 30 µs.
-    let mut sent = 0;
-    let mut now = 300_000;
-    while now < 330_000 {
-        sent += send_all(&mut c, now).len();
-        now += 500;
-    }
+    let after_idle = |turns: bool| {
+        let cfg = TransportConfig {
+            flow_turns: turns,
+            ..TransportConfig::default()
+        };
+        let mut c = Connection::new(params(4, &[TagMode::Ordered]), cfg, 0);
+        c.set_ready(0);
+        c.post(write(1, 0, 256 * MTU)).unwrap();
+        let d = send_all(&mut c, 0);
+        let mut hi = std::collections::BTreeMap::new();
+        for x in &d {
+            hi.insert(x.flow, x.fsn);
+        }
+        for (&f, &fsn) in &hi {
+            c.handle_event(10_000, &ack_hint(f, fsn_add(fsn, 1), &[], 0, 1_000));
+        }
+        // Everything acknowledged; long idle; then count what leaves within 30 µs.
+        let mut sent = 0;
+        let mut now = 300_000;
+        while now < 330_000 {
+            sent += send_all(&mut c, now).len();
+            now += 500;
+        }
+        sent
+    };
     // 1 Gb/s for 30 µs is 3.4 packets of 1100 bytes; one RTT (10 µs) of credit adds about one
     // per flow.
+    let sent = after_idle(false);
     assert!(sent <= 9, "{sent} packets in 30 µs at a 1 Gb/s share");
     assert!(sent >= 3, "{sent}");
+    // With the flows taking turns the connection's new data keeps to its share exactly.
+    let sent = after_idle(true);
+    assert!(
+        (3..=4).contains(&sent),
+        "{sent} packets in 30 µs at a 1 Gb/s share"
+    );
+}
+
+/// Send times and flows of the first `n` packets, stepping time by `step` ns.
+fn send_times(c: &mut Connection, n: usize, step: u64) -> Vec<(u64, u16)> {
+    let mut sent = Vec::new();
+    let mut now = 0;
+    while sent.len() < n && now < 10_000_000 {
+        sent.extend(send_all(c, now).iter().map(|d| (now, d.flow)));
+        now += step;
+    }
+    sent
+}
+
+#[test]
+fn at_a_shared_receiver_the_flows_take_turns_from_the_first_packet() {
+    // The CM reply's hint: 10 Gb/s of our 100. 1100 wire bytes at 10 Gb/s: 880 ns apart.
+    let start = |turns: bool| {
+        let cfg = TransportConfig {
+            flow_turns: turns,
+            ..TransportConfig::default()
+        };
+        let mut c = Connection::new(params(4, &[TagMode::Ordered]), cfg, 0);
+        c.apply_rate_hint(0, 10_000);
+        c.set_ready(0);
+        c.post(write(1, 0, 64 * MTU)).unwrap();
+        c
+    };
+    let mut c = start(true);
+    let t = send_times(&mut c, 12, 10);
+    for w in t.windows(2) {
+        assert!(w[1].0 - w[0].0 >= 850, "evenly spaced at the share: {t:?}");
+        assert_ne!(
+            w[1].1, w[0].1,
+            "consecutive packets on different flows: {t:?}"
+        );
+    }
+    assert!(t[11].0 < 12 * 880, "and no slower: {t:?}");
+    // Without turns the flows leave in phase: a packet on every flow at once.
+    let mut c = start(false);
+    let t = send_times(&mut c, 4, 10);
+    assert!(t.iter().all(|&(at, _)| at == 0), "{t:?}");
+}
+
+#[test]
+fn while_the_flows_take_turns_a_resend_takes_the_next_turn() {
+    // A 2 Gb/s share over 4 flows: the connection sends every 4.4 µs, each flow every 17.6.
+    let cfg = TransportConfig {
+        flow_rotation: false,
+        start_phase: false,
+        ..TransportConfig::default()
+    };
+    let mut c = Connection::new(params(4, &[TagMode::Ordered]), cfg, 0);
+    c.apply_rate_hint(0, 2_000);
+    c.set_ready(0);
+    c.post(write(1, 0, 64 * MTU)).unwrap();
+    let mut sent = Vec::new();
+    let mut now = 0;
+    while sent.len() < 6 {
+        sent.extend(send_all(&mut c, now).iter().map(|d| (now, d.flow, d.fsn)));
+        now += 100;
+    }
+    assert_eq!(
+        sent.iter().map(|x| x.1).collect::<Vec<_>>(),
+        [0, 1, 2, 3, 0, 1]
+    );
+    // Flow 0's second packet arrived, its first did not: a hole, resent at the connection's
+    // next turn (about 4.4 µs after the last packet), not at flow 0's own next slot (17.6 µs
+    // after its last one).
+    let f0 = sent[0].2;
+    c.handle_event(now, &ack_hint(0, f0, &[fsn_add(f0, 1)], 0, 2_000));
+    let last = sent[5].0;
+    let mut next = None;
+    while next.is_none() && now < last + 20_000 {
+        next = send_all(&mut c, now).first().map(|d| (now, d.flow, d.fsn));
+        now += 100;
+    }
+    let (at, flow, fsn) = next.unwrap();
+    assert_eq!((flow, fsn), (0, f0), "the resend goes first");
+    assert!(
+        at <= last + 4_500,
+        "at the connection's next turn: {at} vs {last}"
+    );
+}
+
+#[test]
+fn at_a_shared_receiver_connections_start_on_flows_of_their_own() {
+    let first = |conn: u32, rotation: bool| {
+        let cfg = TransportConfig {
+            flow_rotation: rotation,
+            start_phase: false,
+            ..TransportConfig::default()
+        };
+        let p = ConnectionParams {
+            local_conn: conn,
+            ..params(4, &[TagMode::Ordered])
+        };
+        let mut c = Connection::new(p, cfg, 0);
+        c.apply_rate_hint(0, 50_000);
+        c.set_ready(0);
+        c.post(write(1, 0, 8 * MTU)).unwrap();
+        send_times(&mut c, 4, 10)
+            .iter()
+            .map(|&(_, flow)| flow)
+            .collect::<Vec<_>>()
+    };
+    // Connection id plus first FSN (0xff_fff0), modulo 4.
+    assert_eq!(first(7, true)[..4], [3, 0, 1, 2]);
+    assert_eq!(first(8, true)[..4], [0, 1, 2, 3]);
+    assert_eq!(first(9, true)[..4], [1, 2, 3, 0]);
+    assert_eq!(first(7, false)[..4], [0, 1, 2, 3]);
 }
 
 /// Requests posted while connecting adopt the negotiated shape: cut at the smaller MTU over

@@ -111,6 +111,24 @@ pub struct Options {
     /// ferroce: requesters start at the rate hint of the acceptor's CM reply
     /// (`TransportConfig::reply_hint`).
     pub reply_hint: bool,
+    /// ferroce: an acceptor's CM reply counts the requests it has not accepted yet as
+    /// senders (`TransportConfig::reply_hint_counts_pending`).
+    pub reply_hint_counts_pending: bool,
+    /// ferroce: a receiver's hints keep shares for connected peers that have not sent yet
+    /// (`TransportConfig::hint_reserves_unseen`).
+    pub hint_reserves_unseen: bool,
+    /// ferroce: at a shared receiver a connection paces the sum of its flows, so that they
+    /// take turns, with no burst before the first ACK (`TransportConfig::flow_turns`).
+    pub flow_turns: bool,
+    /// ferroce: a connection's first flow is its own, not flow 0
+    /// (`TransportConfig::flow_rotation`).
+    pub flow_rotation: bool,
+    /// ferroce: tail-loss probes for flows with one or two packets in flight at any receiver
+    /// (`TransportConfig::tail_probe_few`).
+    pub tail_probe_few: bool,
+    /// ferroce: a connection starting at a share sends its first packet at a phase of its own
+    /// within one packet gap (`TransportConfig::start_phase`).
+    pub start_phase: bool,
     /// ferroce: the library wakes for the NIC's ACK timers (`DeviceConfig::nic_timer_wake`;
     /// the model reports them, the RTL core does not yet).
     pub nic_timer_wake: bool,
@@ -153,6 +171,12 @@ impl Default for Options {
             host_poll_ns: 500,
             host_budget: ferroce::core::HostBudgetConfig::default(),
             reply_hint: true,
+            reply_hint_counts_pending: true,
+            hint_reserves_unseen: true,
+            flow_turns: true,
+            flow_rotation: true,
+            tail_probe_few: true,
+            start_phase: true,
             nic_timer_wake: true,
             backend: BackendKind::Model,
             seed: 1,
@@ -235,6 +259,12 @@ impl Options {
             }),
             host_budget: self.host_budget,
             reply_hint: self.reply_hint,
+            reply_hint_counts_pending: self.reply_hint_counts_pending,
+            hint_reserves_unseen: self.hint_reserves_unseen,
+            flow_turns: self.flow_turns,
+            flow_rotation: self.flow_rotation,
+            tail_probe_few: self.tail_probe_few,
+            start_phase: self.start_phase,
             ..TransportConfig::default()
         };
         FerroceConfig {
