@@ -99,7 +99,9 @@ pub struct FerroceConfig {
     /// and sends ACKs by itself) at once, but the library's driver loop runs at most once per
     /// this interval for them, as a host polling its event ring does. 0: after every frame.
     pub poll_interval_ps: Ps,
-    /// The library wakes for the NIC's ACK timers (`DeviceConfig::nic_timer_wake`).
+    /// The NIC's ACK timers run on time: the host polls the NIC alone at each timer
+    /// (`Nic::next_timer_ns`), as a real NIC sends its delayed ACKs without the host. Off: a
+    /// delayed ACK leaves at the host's next visit, whatever brings it.
     pub nic_timer_wake: bool,
 }
 
@@ -132,6 +134,12 @@ pub struct FerroceHost {
     last_service: Option<Ps>,
     /// The library's own next wake (timers, pacing), in ps.
     lib_wake: Option<Ps>,
+    /// A frame arrived before the polling period allowed the library to run: run it then.
+    poll_due: Option<Ps>,
+    /// Serve the NIC's ACK timers (see [`FerroceConfig::nic_timer_wake`]).
+    nic_timer_wake: bool,
+    /// The NIC's next ACK timer, in ps, when served.
+    nic_wake: Option<Ps>,
 }
 
 /// Expected CRC-32 of every message of a workload.
@@ -166,7 +174,8 @@ impl FerroceHost {
         let total = cfg.port_mbps.saturating_mul(cfg.planes.max(1) as u32);
         dc.transport = cfg.transport.clone();
         dc.transport.line_rate_mbps = total;
-        dc.nic_timer_wake = cfg.nic_timer_wake;
+        // The host serves the NIC's timers itself, without running the library for them.
+        dc.nic_timer_wake = false;
         dc.inbound_capacity_mbps = total;
         let conns = wl
             .pairs()
@@ -226,6 +235,9 @@ impl FerroceHost {
             poll_interval: cfg.poll_interval_ps,
             last_service: None,
             lib_wake: None,
+            poll_due: None,
+            nic_timer_wake: cfg.nic_timer_wake,
+            nic_wake: None,
         })
     }
 
@@ -332,8 +344,24 @@ impl FerroceHost {
             }
         }
         self.last_service = Some(now);
+        self.poll_due = None;
         self.lib_wake = wake.map(|w| w.max(now_ns + 1) * PS_PER_NS);
-        out.wake = self.lib_wake;
+        self.schedule(now, out);
+    }
+
+    /// Asks to be woken for the earliest of the library's wake, a deferred poll and the NIC's
+    /// next ACK timer.
+    fn schedule(&mut self, now: Ps, out: &mut Outbox) {
+        self.nic_wake = if self.nic_timer_wake {
+            let t = self.ctx.nic_mut().next_timer_ns();
+            t.map(|t| (t * PS_PER_NS).max(now + 1))
+        } else {
+            None
+        };
+        out.wake = [self.lib_wake, self.poll_due, self.nic_wake]
+            .into_iter()
+            .flatten()
+            .min();
     }
 
     fn handle_cm(&mut self) {
@@ -456,12 +484,21 @@ impl Endpoint for FerroceHost {
         if due <= now {
             self.service(now, out);
         } else {
-            out.wake = Some(self.lib_wake.map_or(due, |w| w.min(due)));
+            self.poll_due = Some(self.poll_due.map_or(due, |d| d.min(due)));
+            self.schedule(now, out);
         }
     }
 
     fn on_wake(&mut self, now: Ps, out: &mut Outbox) {
-        self.service(now, out);
+        let due = |t: Option<Ps>| t.is_some_and(|t| t <= now);
+        if due(self.lib_wake) || due(self.poll_due) || !due(self.nic_wake) {
+            self.service(now, out);
+        } else {
+            // Only the NIC's ACK timer: the NIC sends its ACKs; the library is not involved.
+            self.ctx.nic_mut().poll(now / PS_PER_NS);
+            self.drain(out);
+            self.schedule(now, out);
+        }
     }
 }
 
