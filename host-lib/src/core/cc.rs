@@ -325,7 +325,9 @@ impl CongestionController for EcnAimd {
     }
 
     fn pacing_rate(&self, path: usize) -> f64 {
-        self.paths.get(path).map_or(0.0, |p| p.rate * self.rate_scale)
+        self.paths
+            .get(path)
+            .map_or(0.0, |p| p.rate * self.rate_scale)
     }
 }
 
