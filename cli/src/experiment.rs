@@ -122,8 +122,8 @@ pub struct ExperimentArgs {
     /// their own within one packet gap).
     #[arg(long)]
     pub no_start_phase: bool,
-    /// ferroce: the library does not wake for the NIC's ACK timers (a delayed ACK then leaves
-    /// with the next news, as it did before NICs reported their timers).
+    /// ferroce: hosts do not serve their NICs' ACK timers on time (a delayed ACK then leaves
+    /// at the host's next visit, whatever brings it).
     #[arg(long)]
     pub no_nic_timer_wake: bool,
     /// Hosts (the experiment's default if not given).

@@ -129,8 +129,9 @@ pub struct Options {
     /// ferroce: a connection starting at a share sends its first packet at a phase of its own
     /// within one packet gap (`TransportConfig::start_phase`).
     pub start_phase: bool,
-    /// ferroce: the library wakes for the NIC's ACK timers (`DeviceConfig::nic_timer_wake`;
-    /// the model reports them, the RTL core does not yet).
+    /// ferroce: each host serves its NIC's ACK timers on time, polling the NIC alone at its
+    /// next timer (`FerroceConfig::nic_timer_wake`); off, a delayed ACK waits for the host's
+    /// next visit.
     pub nic_timer_wake: bool,
     /// ferroce: timeouts on one entropy before a flow moves to another (the library's
     /// default is 2; 1 moves at the first timeout).
