@@ -259,7 +259,6 @@ pub struct TxEngine<const C: usize> {
     k_cm_kind_at: Constant<Bits<9>>,
     k_max_plen: Constant<Bits<32>>,
     k_conn_limit: Constant<Bits<33>>,
-    k_desc_len: Constant<Bits<16>>,
     k_desc_shift: Constant<Bits<6>>,
     k_flag_se: Constant<Bits<8>>,
     k_flag_ack: Constant<Bits<8>>,
@@ -467,13 +466,11 @@ pub struct TxEngine<const C: usize> {
     d_imm: Signal<Local, Bits<32>>,
     d_va: Signal<Local, Bits<64>>,
     d_rkey: Signal<Local, Bits<32>>,
-    e_valid: Signal<Local, Bit>,
     e_ipv6: Signal<Local, Bit>,
     e_vlan: Signal<Local, Bit>,
     e_tci: Signal<Local, Bits<16>>,
     e_dscp: Signal<Local, Bits<6>>,
     e_peer: Signal<Local, Bits<24>>,
-    e_fcount: Signal<Local, Bits<16>>,
     e_mac: Signal<Local, Bits<48>>,
     e_lip: Signal<Local, Bits<128>>,
     e_pip: Signal<Local, Bits<128>>,
@@ -728,7 +725,6 @@ impl<const C: usize> Default for TxEngine<C> {
             k_cm_kind_at: k(8 * cm::KIND as u64),
             k_max_plen: k(MAX_PAYLOAD_LEN as u64),
             k_conn_limit: k(1 << C),
-            k_desc_len: k(TX_DESCRIPTOR_LEN as u64),
             k_desc_shift: k(TX_DESCRIPTOR_LEN.trailing_zeros() as u64),
             k_flag_se: k(FLAG_SOLICITED as u64),
             k_flag_ack: k(FLAG_ACK_REQ as u64),
@@ -925,13 +921,11 @@ impl<const C: usize> Default for TxEngine<C> {
             d_imm: Default::default(),
             d_va: Default::default(),
             d_rkey: Default::default(),
-            e_valid: Default::default(),
             e_ipv6: Default::default(),
             e_vlan: Default::default(),
             e_tci: Default::default(),
             e_dscp: Default::default(),
             e_peer: Default::default(),
-            e_fcount: Default::default(),
             e_mac: Default::default(),
             e_lip: Default::default(),
             e_pip: Default::default(),
@@ -1241,13 +1235,11 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.c_valid.next = self.chk_q.q.val().get_bit(0);
         self.c_fcount.next = self.chk_q.q.val().get_bits::<16>(1);
         self.ctab.read_address.next = bit_cast::<C, 32>(self.d_conn.val());
-        self.e_valid.next = self.conn_q.q.val().get_bit(0);
         self.e_ipv6.next = self.conn_q.q.val().get_bit(1);
         self.e_vlan.next = self.conn_q.q.val().get_bit(2);
         self.e_tci.next = self.conn_q.q.val().get_bits::<16>(3);
         self.e_dscp.next = self.conn_q.q.val().get_bits::<6>(19);
         self.e_peer.next = self.conn_q.q.val().get_bits::<24>(25);
-        self.e_fcount.next = self.conn_q.q.val().get_bits::<16>(49);
         self.e_mac.next = self.conn_q.q.val().get_bits::<48>(65);
         self.e_lip.next = self.conn_q.q.val().get_bits::<128>(113);
         self.e_pip.next = self.conn_q.q.val().get_bits::<128>(241);

@@ -462,6 +462,15 @@ impl Connection {
         !self.turns() || self.next_send_at <= now + self.burst_ns
     }
 
+    /// The sum of the flows' pacing rates (bytes per ns, never zero): the rate of the
+    /// connection's own pacer.
+    fn total_pacing_rate(&self) -> f64 {
+        (0..self.flows.len())
+            .map(|i| self.cc.pacing_rate(i))
+            .sum::<f64>()
+            .max(1e-6)
+    }
+
     /// When the connection's own pacer next lets a packet go.
     fn conn_pace_at(&self) -> u64 {
         if self.turns() {
@@ -1201,10 +1210,7 @@ impl Connection {
                 // The first packet leaves at a phase of the connection's own within one packet
                 // gap at the hinted share: senders that start together at their shares then
                 // interleave instead of each sending its first packet at the same instant.
-                let total: f64 = (0..nflows)
-                    .map(|i| self.cc.pacing_rate(i))
-                    .sum::<f64>()
-                    .max(1e-6);
+                let total = self.total_pacing_rate();
                 let cgap = (self.params.mtu + HEADER_BYTES) as f64 / total;
                 let frac = phase_fraction(self.params.local_conn, self.params.tx_initial_fsn);
                 self.next_send_at = self.next_send_at.max(now + (frac * cgap) as u64);
@@ -1369,10 +1375,7 @@ impl Connection {
             if self.cfg.flow_turns && shared {
                 // The connection's pacer: the sum of the flows' rates, the same burst rule,
                 // and no burst before the first ACK (a paced first window).
-                let total: f64 = (0..self.flows.len())
-                    .map(|i| self.cc.pacing_rate(i))
-                    .sum::<f64>()
-                    .max(1e-6);
+                let total = self.total_pacing_rate();
                 let cgap = (bytes as f64 / total) as u64;
                 let cburst = cgap * self.cfg.pacing_burst_packets.saturating_sub(1) as u64;
                 self.burst_ns = if self.acked_once {
