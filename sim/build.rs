@@ -179,7 +179,8 @@ fn cycle_verilog(verilog: &str, ports: &[Port]) -> String {
             p.name
         );
     }
-    let mut v = verilog.replace(sensitivity, "always @(edge ");
+    let mut v =
+        isolate_handshakes(&hoist_clock_copies(verilog)).replace(sensitivity, "always @(edge ");
     let names: Vec<&str> = ports.iter().map(|p| p.name.as_str()).collect();
     writeln!(v, "\nmodule {CYCLE_TOP}({});", names.join(", ")).unwrap();
     let mut conns = Vec::new();
@@ -207,6 +208,128 @@ fn cycle_verilog(verilog: &str, ports: &[Port]) -> String {
     )
     .unwrap();
     v
+}
+
+/// `verilog` with every clock copy (`child$clock = clock;`, which rust-hdl writes inside each
+/// block's `always @(*)`) turned into a continuous assignment.
+///
+/// A block of logic that writes a clock is, to Verilator, logic that makes triggers: it runs
+/// that whole `always @(*)` in the active region whenever the clock changes, and again after
+/// the edge when the registers it reads have changed. Most blocks hand a clock to a child, so
+/// most of the core's logic ran twice per cycle. As `assign child$clock = clock;` the copy is
+/// a plain alias and the logic runs once, after the edge. Nothing else changes: the copy has
+/// no condition (rust-hdl writes it at the top level of the block) and the clock is data to
+/// nothing (see [`assert_clock_only_clocks`]).
+fn hoist_clock_copies(verilog: &str) -> String {
+    let mut out = String::with_capacity(verilog.len());
+    let mut module: Vec<&str> = Vec::new();
+    for line in verilog.lines() {
+        module.push(line);
+        if !line.trim().starts_with("endmodule") {
+            continue;
+        }
+        let copies: Vec<&str> = module
+            .iter()
+            .filter_map(|l| l.trim().strip_suffix(" = clock;"))
+            .filter(|lhs| {
+                lhs.contains("clock")
+                    && lhs
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+            })
+            .collect();
+        let mut converted = 0;
+        for l in module.drain(..) {
+            let t = l.trim();
+            if t.strip_suffix(" = clock;")
+                .is_some_and(|lhs| copies.contains(&lhs))
+            {
+                continue;
+            }
+            let declared = ["reg  ", "output reg  "].iter().find_map(|d| {
+                t.strip_prefix(d)
+                    .and_then(|r| r.strip_suffix(';'))
+                    .filter(|name| copies.contains(name))
+            });
+            if let Some(name) = declared {
+                let kind = if t.starts_with("output") {
+                    "output wire"
+                } else {
+                    "wire"
+                };
+                writeln!(out, "    {kind}  {name};").unwrap();
+                converted += 1;
+            } else if t.starts_with("endmodule") {
+                assert_eq!(
+                    converted,
+                    copies.len(),
+                    "a clock copy without a plain declaration"
+                );
+                for name in &copies {
+                    writeln!(out, "    assign {name} = clock;").unwrap();
+                }
+                writeln!(out, "{l}").unwrap();
+            } else {
+                writeln!(out, "{l}").unwrap();
+            }
+        }
+    }
+    for l in module {
+        writeln!(out, "{l}").unwrap();
+    }
+    out
+}
+
+/// Signals that Verilator is told to compute apart from the rest of their block (by module
+/// name suffix): the flags and fill levels of rust-hdl's FIFO logic and the event writer's
+/// ready outputs.
+///
+/// Each rust-hdl block is one `always @(*)`, so a FIFO's block reads `read` and writes `empty`,
+/// and its user's block reads `empty` and writes `read`: a loop between blocks where no bit
+/// depends on itself. Verilator breaks such loops by evaluating the blocks on them again
+/// whenever a signal on the loop changes, and the receive engine's logic, the largest of all,
+/// is on several of them. With `isolate_assignments` the flag is computed in a block of its
+/// own, from registers, and the loop is gone.
+const ISOLATED: &[(&str, &[&str])] = &[
+    (
+        "$read_logic",
+        &["empty", "almost_empty", "is_empty", "fill_level"],
+    ),
+    (
+        "$write_logic",
+        &["full", "almost_full", "is_full", "fill_level"],
+    ),
+    ("top$events", &["ev0_ready", "ev1_ready"]),
+    ("top$engine", &["ev_valid"]),
+];
+
+/// `verilog` with the declarations of [`ISOLATED`] marked for Verilator.
+fn isolate_handshakes(verilog: &str) -> String {
+    let mut out = String::with_capacity(verilog.len());
+    let mut isolated: &[&str] = &[];
+    for line in verilog.lines() {
+        if let Some(rest) = line.strip_prefix("module ") {
+            let name = rest.split('(').next().unwrap_or("");
+            isolated = ISOLATED
+                .iter()
+                .find(|(suffix, _)| name.ends_with(suffix))
+                .map_or(&[], |(_, signals)| signals);
+        }
+        let t = line.trim();
+        let declared = ["output reg ", "reg "]
+            .iter()
+            .find_map(|d| t.strip_prefix(d))
+            .and_then(|r| r.strip_suffix(';'))
+            .and_then(|r| r.split_whitespace().last());
+        match declared {
+            Some(name) if isolated.contains(&name) => {
+                let l = line.trim_end().strip_suffix(';').unwrap_or(line);
+                writeln!(out, "{l} /*verilator isolate_assignments*/;").unwrap();
+            }
+            _ => writeln!(out, "{line}").unwrap(),
+        }
+    }
+    out
 }
 
 /// Panics unless every line of `verilog` that names a clock (any identifier containing `clock`)
@@ -331,6 +454,7 @@ fn main() {
     println!("cargo:rerun-if-changed=../hdl/src");
     println!("cargo:rerun-if-changed=../proto/src");
     println!("cargo:rerun-if-env-changed=FERROCE_TRACE");
+    println!("cargo:rerun-if-env-changed=FERROCE_VL_FLAGS");
     // Rebuild when Verilator appears (or changes): a build without it has no RTL blocks.
     let verilator = env::var_os("PATH")
         .and_then(|paths| {
@@ -440,6 +564,11 @@ fn main() {
         let _ = fs::remove_dir_all(&mdir);
         let mut cmd = Command::new("verilator");
         cmd.args(["--cc", "-O3", "--x-assign", "fast", "--x-initial", "fast"])
+            // Smaller C++ functions: the core's logic otherwise lands in a few functions of
+            // tens of thousands of lines, with one stack frame holding every wide temporary
+            // (zeroed on each call) and poor register allocation; about 10 % fewer seconds
+            // per simulated cycle for the whole core (`cargo xtask bench-rtl`).
+            .args(["--output-split-cfuncs", "3000"])
             .args([
                 "-Wno-WIDTH",
                 "-Wno-DECLFILENAME",
@@ -453,6 +582,10 @@ fn main() {
             .arg(&mdir);
         if trace {
             cmd.arg("--trace");
+        }
+        // Extra Verilator flags for experiments on the whole core's simulation speed.
+        if let Some(extra) = env::var("FERROCE_VL_FLAGS").ok().filter(|_| cycle) {
+            cmd.args(extra.split_whitespace());
         }
         let status = cmd.arg(&vfile).status().expect("run verilator");
         assert!(status.success(), "verilator failed on {}", vfile.display());

@@ -263,8 +263,9 @@ fn synth(args: &[String]) -> Result {
             .args(["--um5g-85k", "--package", "CABGA381", "--json"])
             .arg(&json)
             .args(["--freq", &target_mhz.to_string(), "--timing-allow-fail"])
+            .arg("--lpf")
+            .arg(root().join("constraints/ecp5-5g-evn/synth_wrapper.lpf"))
             .args([
-                "--lpf-allow-unconstrained",
                 "--seed",
                 &seed,
                 "--router",
