@@ -132,6 +132,10 @@ pub struct ExperimentArgs {
     /// Message size in bytes (the experiment's default if not given).
     #[arg(long)]
     pub msg_bytes: Option<u64>,
+    /// `planes`: messages per pair, each pair streaming them in order (the experiment's
+    /// default if not given).
+    #[arg(long)]
+    pub rounds: Option<u32>,
     /// Seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -188,6 +192,7 @@ impl ExperimentArgs {
             quick: self.quick,
             hosts: self.hosts,
             msg_bytes: self.msg_bytes,
+            rounds: self.rounds,
         }
     }
 }

@@ -146,6 +146,8 @@ pub struct Options {
     pub hosts: Option<u32>,
     /// Message size in bytes (experiment default if `None`).
     pub msg_bytes: Option<u64>,
+    /// Messages per pair in `planes` (experiment default if `None`).
+    pub rounds: Option<u32>,
 }
 
 impl Default for Options {
@@ -184,6 +186,7 @@ impl Default for Options {
             quick: false,
             hosts: None,
             msg_bytes: None,
+            rounds: None,
         }
     }
 }
@@ -220,6 +223,9 @@ impl Options {
         }
         if self.msg_bytes.is_some_and(|m| !(1..=1 << 30).contains(&m)) {
             return bad("message size must be 1..=2^30 bytes");
+        }
+        if self.rounds.is_some_and(|r| !(1..=1024).contains(&r)) {
+            return bad("rounds must be 1..=1024");
         }
         Ok(())
     }
@@ -377,6 +383,9 @@ pub struct Outcome {
     pub finished: bool,
     /// Per message: arrival time (0 = never).
     pub arrival: Vec<Ps>,
+    /// New payload bytes placed at all receivers, in bins of
+    /// [`crate::fabric::workload::PLACED_BIN`] from time 0 (see `App::placed`).
+    pub placed: Vec<u64>,
     /// Engine counters.
     pub fabric: FabricStats,
     /// Events processed.
@@ -553,7 +562,15 @@ fn collect<H: Host>(
 ) -> Outcome {
     let mut app = AppStats::default();
     let mut arrival = vec![0; sc.wl.msgs.len()];
+    let mut placed: Vec<u64> = Vec::new();
     for h in &fab.hosts {
+        let p = &h.app().placed;
+        if placed.len() < p.len() {
+            placed.resize(p.len(), 0);
+        }
+        for (x, &b) in placed.iter_mut().zip(p) {
+            *x += b;
+        }
         let a = &h.app().stats;
         app.sent_ok += a.sent_ok;
         app.received += a.received;
@@ -583,6 +600,7 @@ fn collect<H: Host>(
         end,
         finished,
         arrival,
+        placed,
         fabric: fab.stats,
         events: fab.events(),
         wall_s: wall,

@@ -19,7 +19,7 @@ use ferroce::{
     WriteRequest,
 };
 use ferroce_driver::{Nic, SimPort};
-use ferroce_proto::hsi::TableSizes;
+use ferroce_proto::hsi::{Counter, TableSizes, regs};
 use ferroce_proto::wire::EthernetAddress;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -140,6 +140,8 @@ pub struct FerroceHost {
     nic_timer_wake: bool,
     /// The NIC's next ACK timer, in ps, when served.
     nic_wake: Option<Ps>,
+    /// The NIC's count of payload bytes placed, as last read.
+    placed_seen: u64,
 }
 
 /// Expected CRC-32 of every message of a workload.
@@ -238,6 +240,7 @@ impl FerroceHost {
             poll_due: None,
             nic_timer_wake: cfg.nic_timer_wake,
             nic_wake: None,
+            placed_seen: 0,
         })
     }
 
@@ -477,6 +480,13 @@ impl Endpoint for FerroceHost {
             let nic = self.ctx.nic_mut();
             nic.poll(now / PS_PER_NS);
             nic.receive_frame(f);
+            if !pkt.control {
+                // New payload the NIC placed (not a duplicate, not refused): goodput.
+                let off = regs::counter_offset(Counter::RxPlacedBytes);
+                let placed = nic.read_reg(off) as u64 | (nic.read_reg(off + 4) as u64) << 32;
+                self.app.placed(now, placed.wrapping_sub(self.placed_seen));
+                self.placed_seen = placed;
+            }
         }
         // The NIC's own replies (ACKs) leave now; the host loop runs on its polling schedule.
         self.drain(out);

@@ -13,6 +13,9 @@ use std::collections::VecDeque;
 /// Window over which message source offsets vary.
 pub const SRC_SPREAD: u64 = 64 << 10;
 
+/// Width of the bins of [`App::placed`]: 1 µs.
+pub const PLACED_BIN: Ps = 1_000_000;
+
 /// One message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
@@ -133,16 +136,26 @@ impl Workload {
     /// Every host sends `bytes` to every other host; host `i` goes through its peers in the
     /// order `i+1, i+2, ...` so receivers are not all hit by the same sender order.
     pub fn all_to_all(hosts: u32, bytes: u32) -> Workload {
+        Workload::all_to_all_rounds(hosts, bytes, 1)
+    }
+
+    /// [`Workload::all_to_all`] `rounds` times over, every message posted at once: each pair
+    /// streams `rounds` messages of `bytes` in order, each into a buffer of its own, so
+    /// messages keep arriving all through the run (a steady state to measure between the
+    /// start-up and the tail).
+    pub fn all_to_all_rounds(hosts: u32, bytes: u32, rounds: u32) -> Workload {
         let mut msgs = Vec::new();
-        for k in 1..hosts {
-            for i in 0..hosts {
-                msgs.push(Message {
-                    src: i,
-                    dst: (i + k) % hosts,
-                    bytes,
-                    after: Vec::new(),
-                    reuse: None,
-                });
+        for _ in 0..rounds.max(1) {
+            for k in 1..hosts {
+                for i in 0..hosts {
+                    msgs.push(Message {
+                        src: i,
+                        dst: (i + k) % hosts,
+                        bytes,
+                        after: Vec::new(),
+                        reuse: None,
+                    });
+                }
             }
         }
         Workload::new(hosts, msgs)
@@ -216,6 +229,10 @@ pub struct App {
     started: bool,
     /// Per message received here: arrival time.
     pub arrivals: Vec<(u32, Ps)>,
+    /// Payload bytes the transport placed here for the first time (duplicates and packets it
+    /// discarded not counted), in bins of [`PLACED_BIN`] from time 0: the goodput arriving
+    /// while messages are still incomplete.
+    pub placed: Vec<u64>,
     /// Counters.
     pub stats: AppStats,
 }
@@ -236,8 +253,21 @@ impl App {
             ready: VecDeque::new(),
             started: false,
             arrivals: Vec::new(),
+            placed: Vec::new(),
             stats: AppStats::default(),
         }
+    }
+
+    /// The transport placed `bytes` of new payload here at `now` (see [`App::placed`]).
+    pub fn placed(&mut self, now: Ps, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        let bin = (now / PLACED_BIN) as usize;
+        if self.placed.len() <= bin {
+            self.placed.resize(bin + 1, 0);
+        }
+        self.placed[bin] += bytes;
     }
 
     /// Lets the workload begin.
@@ -339,5 +369,11 @@ mod tests {
         assert_eq!(w.pairs().len(), 20);
         assert!(w.msgs.iter().all(|m| m.src != m.dst));
         assert_eq!(w.dst_len[0], 4 * 128);
+        let r = Workload::all_to_all_rounds(5, 100, 3);
+        assert_eq!(r.msgs.len(), 3 * 20);
+        assert_eq!(r.pairs(), w.pairs());
+        // Each round again in the same order, each message into a buffer of its own.
+        assert_eq!(r.msgs[20..40], w.msgs[..]);
+        assert_eq!(r.dst_len[0], 3 * 4 * 128);
     }
 }

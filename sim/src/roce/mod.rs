@@ -413,6 +413,7 @@ impl RoceHost {
         if p.psn == r.epsn {
             r.epsn += 1;
             r.nak_sent = false;
+            self.app.placed(now, p.len as u64);
             // In-order check of the message's bytes.
             let ok_start = match r.cur {
                 None => p.offset == 0,
