@@ -49,9 +49,7 @@ fn window_fair(per: &[f64], fair: f64) -> bool {
     let sum: f64 = per.iter().sum();
     jain(per) >= 0.95
         && sum >= 0.8 * fair * per.len() as f64
-        && per
-            .iter()
-            .all(|&x| (x - fair).abs() <= TOLERANCE * fair)
+        && per.iter().all(|&x| (x - fair).abs() <= TOLERANCE * fair)
 }
 
 /// Slides a window of `w` bins, one bin at a time, from the bin of the first arrival to the
@@ -65,9 +63,12 @@ fn settling(
     fair: f64,
 ) -> Option<Settling> {
     let total = |b: usize| {
-        by_src
-            .get(b)
-            .map_or(0, |row| senders.iter().map(|&s| row.get(s as usize).copied().unwrap_or(0)).sum::<u64>())
+        by_src.get(b).map_or(0, |row| {
+            senders
+                .iter()
+                .map(|&s| row.get(s as usize).copied().unwrap_or(0))
+                .sum::<u64>()
+        })
     };
     let first = (0..by_src.len()).find(|&b| total(b) > 0)?;
     // Prefix sums per sender over the bins.
@@ -203,13 +204,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
                         .min()
                         .unwrap_or(r.end);
                     let end_bin = (first_done.saturating_sub(origin) / bin) as usize;
-                    let st = settling(
-                        &tr.by_src,
-                        &senders,
-                        window_bins,
-                        end_bin,
-                        fair_bytes,
-                    );
+                    let st = settling(&tr.by_src, &senders, window_bins, end_bin, fair_bytes);
                     // Bytes per sender until the first sender's message arrived.
                     let mut per = vec![0f64; senders.len()];
                     for row in tr.by_src.iter().take(end_bin.max(1)) {
@@ -317,13 +312,19 @@ mod tests {
         // Without the blip it settles at the first fair window.
         let mut calm = by_src.clone();
         calm[5] = vec![0, 50, 50];
-        assert_eq!(settling(&calm, &[1, 2], 2, 9, 100.0).unwrap().settled, Some(3));
+        assert_eq!(
+            settling(&calm, &[1, 2], 2, 9, 100.0).unwrap().settled,
+            Some(3)
+        );
         // A window at fair Jain but at half the link is not fair.
         let half = rows(&[(25, 25); 6]);
         assert_eq!(settling(&half, &[1, 2], 2, 6, 100.0).unwrap().settled, None);
         // The windows stop at `end`: the unfair tail after it does not count.
         let tail = rows(&[(50, 50), (50, 50), (50, 50), (100, 0), (100, 0)]);
-        assert_eq!(settling(&tail, &[1, 2], 2, 3, 100.0).unwrap().settled, Some(0));
+        assert_eq!(
+            settling(&tail, &[1, 2], 2, 3, 100.0).unwrap().settled,
+            Some(0)
+        );
         assert_eq!(settling(&tail, &[1, 2], 2, 5, 100.0).unwrap().settled, None);
     }
 }
