@@ -116,7 +116,7 @@ pub struct ExperimentArgs {
     pub no_reply_refresh: bool,
     /// ferroce: fraction of a receiver's capacity its rate hints split while two or more
     /// senders share it (1 = all of it).
-    #[arg(long, default_value_t = 0.98)]
+    #[arg(long, default_value_t = 0.99)]
     pub hint_utilization: f64,
     /// ferroce: every connection's flows take their first turns from flow 0 (so a host's
     /// connections all start on the same path and plane).

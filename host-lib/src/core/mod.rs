@@ -156,7 +156,7 @@ impl Default for TransportConfig {
             reply_hint_counts_pending: true,
             hint_reserves_unseen: true,
             reply_hint_refresh: true,
-            hint_shared_utilization: 0.98,
+            hint_shared_utilization: 0.99,
             pacing_burst_packets: 8,
             flow_turns: true,
             flow_rotation: true,

@@ -183,7 +183,7 @@ impl Default for Options {
             reply_hint_counts_pending: true,
             hint_reserves_unseen: true,
             reply_hint_refresh: true,
-            hint_shared_utilization: 0.98,
+            hint_shared_utilization: 0.99,
             flow_turns: true,
             flow_rotation: true,
             tail_probe_few: true,
