@@ -1189,10 +1189,9 @@ impl<N: Nic> Context<N> {
             if i as u32 == except || s.role != Role::Acceptor || !waiting || s.rx_progress > 0 {
                 continue;
             }
-            // Only a clear drop is worth a packet: at most a few repeats per connection.
-            let new = newcomer;
-            if replied.is_some_and(|h| h as u64 * 4 > new as u64 * 5) {
-                s.cm_msg.tag_modes = new as u64;
+            // Only a clear drop (below 4/5) is worth a packet: a few repeats per connection.
+            if replied.is_some_and(|h| h as u64 * 4 > newcomer as u64 * 5) {
+                s.cm_msg.tag_modes = newcomer as u64;
                 resend.push((i as u32, s.cm_entropy, s.cm_msg));
             }
         }
