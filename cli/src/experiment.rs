@@ -110,6 +110,14 @@ pub struct ExperimentArgs {
     /// (connected peers that have not sent yet get a newcomer's share but reserve none).
     #[arg(long)]
     pub no_hint_reserve: bool,
+    /// ferroce: an acceptor never repeats its CM reply, so the first sender accepted in an
+    /// incast keeps the hint of the whole capacity until its first ACK.
+    #[arg(long)]
+    pub no_reply_refresh: bool,
+    /// ferroce: fraction of a receiver's capacity its rate hints split while two or more
+    /// senders share it (1 = all of it).
+    #[arg(long, default_value_t = 0.99)]
+    pub hint_utilization: f64,
     /// ferroce: every connection's flows take their first turns from flow 0 (so a host's
     /// connections all start on the same path and plane).
     #[arg(long)]
@@ -186,6 +194,8 @@ impl ExperimentArgs {
             start_phase: !self.no_start_phase,
             reply_hint_counts_pending: !self.no_reply_pending,
             hint_reserves_unseen: !self.no_hint_reserve,
+            reply_hint_refresh: !self.no_reply_refresh,
+            hint_shared_utilization: self.hint_utilization,
             nic_timer_wake: !self.no_nic_timer_wake,
             backend: self.backend.into(),
             seed: self.seed,

@@ -629,6 +629,7 @@ impl<N: Nic> Context<N> {
         let sizes = dev.sizes();
         let cm_buf = dev.nic().alloc_dma(CM_LEN * CM_SLOTS as usize, 64)?;
         let mut fair = FairShare::new(cfg.inbound_capacity_mbps, cfg.activity_timeout_ns);
+        fair.set_shared_utilization(cfg.transport.hint_shared_utilization);
         fair.set_reserve_unseen(cfg.transport.hint_reserves_unseen);
         let mut conns = Vec::new();
         conns.resize_with(sizes.connections as usize, || None);
@@ -1168,7 +1169,36 @@ impl<N: Nic> Context<N> {
             reported: false,
         });
         self.send_cm(id, entropies[0], reply)?;
+        if self.cfg.transport.reply_hint_refresh {
+            self.refresh_reply_hints(id, newcomer)?;
+        }
         Ok(ConnId(id))
+    }
+
+    /// Repeats the CM reply of earlier accepted connections whose peers have not sent yet and
+    /// whose reply's hint is now well above a newcomer's share `newcomer` (senders that
+    /// connected since will share our capacity with them): in a synchronised incast the first
+    /// request is accepted alone, and its sender would otherwise start at our full capacity
+    /// and hold several times its share until its first ACK.
+    fn refresh_reply_hints(&mut self, except: u32, newcomer: u32) -> Result<()> {
+        let mut resend = Vec::new();
+        for (i, slot) in self.conns.iter_mut().enumerate() {
+            let Some(s) = slot.as_mut() else { continue };
+            let replied = s.cm_msg.reply_hint_mbps();
+            let waiting = matches!(s.cm, CmState::AwaitRtu { .. } | CmState::Established);
+            if i as u32 == except || s.role != Role::Acceptor || !waiting || s.rx_progress > 0 {
+                continue;
+            }
+            // Only a clear drop (below 4/5) is worth a packet: a few repeats per connection.
+            if replied.is_some_and(|h| h as u64 * 4 > newcomer as u64 * 5) {
+                s.cm_msg.tag_modes = newcomer as u64;
+                resend.push((i as u32, s.cm_entropy, s.cm_msg));
+            }
+        }
+        for (id, e, reply) in resend {
+            self.send_cm(id, e, reply)?;
+        }
+        Ok(())
     }
 
     /// Rejects a request.
@@ -1615,7 +1645,12 @@ impl<N: Nic> Context<N> {
                         self.established(id);
                     }
                     CmState::Established => {
-                        // Our ReadyToUse was lost: send it again.
+                        // Our ReadyToUse was lost, or the acceptor repeats its reply with a
+                        // lower hint (more senders connected to it since): send it again, and
+                        // take the hint if no ACK has carried one yet.
+                        if let Some(hint) = msg.reply_hint_mbps() {
+                            s.core.apply_rate_hint(self.now, hint);
+                        }
                         let (e, rtu) = (s.cm_entropy, s.cm_msg);
                         self.send_cm(id, e, rtu)?;
                     }

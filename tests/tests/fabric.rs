@@ -69,6 +69,29 @@ fn incast() {
         done < 10.0 * ideal,
         "incast took {done} µs, ideal {ideal} µs"
     );
+    // 8:1 settles within 2 RTTs of the first byte without a drop (docs/fabric.md, "Incast"
+    // (9)); before the repeated CM reply the first sender accepted started at line rate and
+    // the receiver's buffer overflowed.
+    let settled = cell(
+        &r,
+        &["8", "ferroce"],
+        "settled after (RTTs from first byte)",
+    );
+    assert!(num(&settled) <= 2.0, "settled after {settled} RTTs");
+    assert_eq!(cell(&r, &["8", "ferroce"], "drops"), "0");
+    let opts = Options {
+        quick: true,
+        reply_hint_refresh: false,
+        hint_shared_utilization: 1.0,
+        ..Options::default()
+    };
+    let old = by_name("incast", &opts, &mut |_, _| {}).unwrap();
+    let settled = cell(
+        &old,
+        &["8", "ferroce"],
+        "settled after (RTTs from first byte)",
+    );
+    assert!(num(&settled) > 2.0, "without them: {settled} RTTs");
 }
 
 #[test]

@@ -189,6 +189,8 @@ pub struct Connection {
     hint_mbps: u32,
     /// The hint came from the CM reply and no ACK has applied one yet.
     hint_before_ack: bool,
+    /// An ACK has carried a hint: from then on the CM reply's hint is stale.
+    hint_from_ack: bool,
     next_entropy: usize,
     /// The connection's pacing clock over all its flows ([`TransportConfig::flow_turns`]): it
     /// may send while this is at most `burst_ns` ahead of now.
@@ -281,6 +283,7 @@ impl Connection {
             last_heard: now,
             hint_mbps: 0,
             hint_before_ack: false,
+            hint_from_ack: false,
             next_send_at: 0,
             burst_ns: 0,
             acked_once: false,
@@ -410,10 +413,12 @@ impl Connection {
     /// Applies the first rate hint the peer gave in its CM reply, before any ACK: only a share
     /// below our line rate counts (an incast's senders then start at their share instead of
     /// each with a full first window). The first ACK applies its hint again, when the windows
-    /// can follow a measured RTT instead of the initial estimate.
+    /// can follow a measured RTT instead of the initial estimate. The acceptor may repeat its
+    /// reply with a lower hint when more senders connected to it after it replied; that hint
+    /// applies too, until an ACK has carried one.
     pub fn apply_rate_hint(&mut self, now: u64, mbps: u32) {
         self.changing(|c| {
-            if c.cfg.reply_hint && mbps > 0 && mbps < c.cfg.line_rate_mbps {
+            if c.cfg.reply_hint && !c.hint_from_ack && mbps > 0 && mbps < c.cfg.line_rate_mbps {
                 c.apply_hint(now, mbps);
                 c.hint_before_ack = true;
             }
@@ -736,6 +741,7 @@ impl Connection {
             },
         );
         // The first ACK's hint goes through even if it equals the reply's.
+        self.hint_from_ack = true;
         if std::mem::take(&mut self.hint_before_ack) || hint != self.hint_mbps {
             self.apply_hint(now, hint);
         }

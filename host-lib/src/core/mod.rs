@@ -92,6 +92,17 @@ pub struct TransportConfig {
     /// synchronised start the first senders to arrive get C / (senders expected), not
     /// C / (senders seen so far).
     pub hint_reserves_unseen: bool,
+    /// As an acceptor, repeat the CM reply of a connection whose peer has not sent yet when
+    /// a newcomer's share has fallen well below the hint that reply carried (more senders
+    /// connected since); a requester takes such a hint until an ACK carries one. In a
+    /// synchronised incast the first request is accepted alone, with a hint of our whole
+    /// capacity, and its sender would otherwise start at line rate.
+    pub reply_hint_refresh: bool,
+    /// As a receiver, the fraction of our inbound capacity the rate hints split while two or
+    /// more senders share it ([`FairShare::set_shared_utilization`]; 1 = all of it). Below 1,
+    /// senders at their shares drain the queue a start-up burst or a resend left instead of
+    /// holding it until ECN cuts their windows.
+    pub hint_shared_utilization: f64,
     /// Packets a flow may send back to back after being idle (pacing burst).
     pub pacing_burst_packets: u32,
     /// At a shared receiver (rate hint below our line rate), the connection also paces the
@@ -144,6 +155,8 @@ impl Default for TransportConfig {
             reply_hint: true,
             reply_hint_counts_pending: true,
             hint_reserves_unseen: true,
+            reply_hint_refresh: true,
+            hint_shared_utilization: 0.99,
             pacing_burst_packets: 8,
             flow_turns: true,
             flow_rotation: true,

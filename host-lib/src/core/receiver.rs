@@ -33,6 +33,8 @@ pub struct FairShare {
     capacity_mbps: u32,
     activity_timeout_ns: u64,
     reserve_unseen: bool,
+    /// Share of the capacity handed out while two or more senders share it.
+    shared_utilization: f64,
     senders: BTreeMap<u32, Sender>,
 }
 
@@ -44,6 +46,7 @@ impl FairShare {
             capacity_mbps,
             activity_timeout_ns,
             reserve_unseen: false,
+            shared_utilization: 1.0,
             senders: BTreeMap::new(),
         }
     }
@@ -54,6 +57,23 @@ impl FairShare {
     /// which would hand out several times the capacity until the others are seen.
     pub fn set_reserve_unseen(&mut self, on: bool) {
         self.reserve_unseen = on;
+    }
+
+    /// The fraction of the capacity (in (0, 1]) the hints split while two or more senders
+    /// share it; a lone sender still gets all of it. Shares that add up to exactly the
+    /// capacity leave nothing to drain a queue that a start-up burst, a resend or a late
+    /// sender built, so it stays (and drops) until ECN cuts some windows below their shares.
+    pub fn set_shared_utilization(&mut self, u: f64) {
+        self.shared_utilization = if u > 0.0 { u.min(1.0) } else { 1.0 };
+    }
+
+    /// The capacity the hints split among `senders` (Mb/s).
+    fn split_capacity(&self, senders: usize) -> u32 {
+        if senders >= 2 {
+            (self.capacity_mbps as f64 * self.shared_utilization) as u32
+        } else {
+            self.capacity_mbps
+        }
     }
 
     /// Inbound capacity (Mb/s).
@@ -136,7 +156,7 @@ impl FairShare {
     pub fn newcomer_with_pending_mbps(&self, now: u64, pending: usize) -> u32 {
         let expected = self.senders.values().filter(|s| s.expected).count();
         let all = (expected + pending).max(self.active_count(now) + 1);
-        (self.capacity_mbps / all as u32).max(1)
+        (self.split_capacity(all) / all as u32).max(1)
     }
 
     /// The current hint of a sender (Mb/s).
@@ -164,7 +184,7 @@ impl FairShare {
             .map(|(&c, s)| (c, s.demand_mbps))
             .collect();
         active.sort_by_key(|&(_, d)| d);
-        let mut remaining = self.capacity_mbps as u64;
+        let mut remaining = self.split_capacity(active.len()) as u64;
         let mut left = active.len() as u64;
         let mut shares = BTreeMap::new();
         for &(conn, demand) in &active {
@@ -270,6 +290,21 @@ mod tests {
         f.observe(1, 20_000, 2);
         let h = hints(&mut f, 20_000);
         assert_eq!((h[&0], h[&1], h[&5]), (50_000, 50_000, 12_500));
+    }
+
+    #[test]
+    fn shared_capacity_keeps_headroom_but_a_lone_sender_gets_all() {
+        let mut f = FairShare::new(100_000, 10_000);
+        f.set_shared_utilization(0.98);
+        f.add_sender(1, 100_000);
+        f.observe(1, 0, 1);
+        assert_eq!(hints(&mut f, 1)[&1], 100_000, "alone: the whole capacity");
+        f.add_sender(2, 100_000);
+        f.observe(2, 2, 1);
+        let h = hints(&mut f, 3);
+        assert_eq!((h[&1], h[&2]), (49_000, 49_000));
+        // A newcomer's share counts the headroom too.
+        assert_eq!(f.newcomer_mbps(3), 32_666);
     }
 
     #[test]

@@ -877,3 +877,33 @@ fn renegotiation_shrinks_flows_mtu_and_tags_before_ready() {
     assert!(done.iter().all(|w| w.status == WcStatus::Success));
     assert_eq!(c.renegotiate(1, MTU / 2, 1), Err(CoreError::NotUsable));
 }
+
+#[test]
+fn a_repeated_reply_lowers_the_hint_until_an_ack_carries_one() {
+    let mut c = Connection::new(
+        params(4, &[TagMode::Ordered]),
+        TransportConfig::default(),
+        0,
+    );
+    // The first Reply hinted our whole line rate (accepted alone): nothing to apply.
+    c.apply_rate_hint(0, 100_000);
+    assert_eq!(c.stats().rate_hint_mbps, 0);
+    // The acceptor repeats it once the other senders of the incast have connected.
+    c.apply_rate_hint(10, 12_500);
+    assert_eq!(c.stats().rate_hint_mbps, 12_500);
+    c.set_ready(20);
+    c.post(write(1, 0, 64 * MTU)).unwrap();
+    // The first packet waits for the connection's phase within one gap at its share.
+    let mut now = 20;
+    let mut d = Vec::new();
+    while d.is_empty() && now < 1_000_000 {
+        d = send_all(&mut c, now);
+        now += 100;
+    }
+    let f0 = d[0].fsn;
+    c.handle_event(30_000, &ack_hint(d[0].flow, fsn_add(f0, 1), &[], 0, 20_000));
+    assert_eq!(c.stats().rate_hint_mbps, 20_000);
+    // A late repeat (a CM retry) no longer overrides the ACKs' hints.
+    c.apply_rate_hint(31_000, 5_000);
+    assert_eq!(c.stats().rate_hint_mbps, 20_000);
+}

@@ -117,6 +117,12 @@ pub struct Options {
     /// ferroce: a receiver's hints keep shares for connected peers that have not sent yet
     /// (`TransportConfig::hint_reserves_unseen`).
     pub hint_reserves_unseen: bool,
+    /// ferroce: an acceptor repeats its CM reply with a lower hint when more senders
+    /// connected after it replied (`TransportConfig::reply_hint_refresh`).
+    pub reply_hint_refresh: bool,
+    /// ferroce: fraction of a receiver's capacity its hints split among two or more senders
+    /// (`TransportConfig::hint_shared_utilization`).
+    pub hint_shared_utilization: f64,
     /// ferroce: at a shared receiver a connection paces the sum of its flows, so that they
     /// take turns, with no burst before the first ACK (`TransportConfig::flow_turns`).
     pub flow_turns: bool,
@@ -176,6 +182,8 @@ impl Default for Options {
             reply_hint: true,
             reply_hint_counts_pending: true,
             hint_reserves_unseen: true,
+            reply_hint_refresh: true,
+            hint_shared_utilization: 0.99,
             flow_turns: true,
             flow_rotation: true,
             tail_probe_few: true,
@@ -268,6 +276,8 @@ impl Options {
             reply_hint: self.reply_hint,
             reply_hint_counts_pending: self.reply_hint_counts_pending,
             hint_reserves_unseen: self.hint_reserves_unseen,
+            reply_hint_refresh: self.reply_hint_refresh,
+            hint_shared_utilization: self.hint_shared_utilization,
             flow_turns: self.flow_turns,
             flow_rotation: self.flow_rotation,
             tail_probe_few: self.tail_probe_few,
