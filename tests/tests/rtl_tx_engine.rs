@@ -329,6 +329,57 @@ struct Bench {
 }
 
 impl Bench {
+    /// Both sides set up alike: random connections, transmit enabled, a MAC, the UDP port and
+    /// the ring's base; `None` when Verilator is missing and that is allowed.
+    fn start(
+        rtl_seed: u64,
+        seed: u64,
+        timing: Timing,
+        faulty: &[(u64, bool)],
+    ) -> Option<(Bench, Vec<ConnectionEntry>, Rng)> {
+        let rtl = match RtlTxPath::new(rtl_seed, timing) {
+            Ok(t) => t,
+            Err(e) if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() => {
+                println!("SKIPPED: {e}");
+                return None;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let mut rng = Rng::new(seed);
+        let conns = connections(&mut rng);
+        let mut bench = Bench {
+            model: FastPath::new(TableSizes::default()),
+            rtl,
+            mem: memory(&mut rng, faulty),
+            rtl_counters: [0; COUNTER_SLOTS],
+            log_size: 0,
+            tail: 0,
+            now: 0x0123_4567_fff0_0000,
+            frames: 0,
+            events: 0,
+        };
+        assert_eq!(
+            TableSizes::default().connections,
+            256,
+            "the RTL has 256 entries"
+        );
+        for (i, c) in conns.iter().enumerate() {
+            let words = c.to_words();
+            assert_eq!(
+                bench
+                    .model
+                    .write_table(TableId::Connection, i as u32, &words),
+                regs::TABLE_STATUS_OK
+            );
+            bench.rtl.write_conn(i as u32, &words);
+        }
+        bench.reg(regs::CONTROL, regs::CONTROL_TX_ENABLE);
+        bench.reg(regs::UDP_PORT, ROCEV2_UDP_PORT as u32);
+        bench.set_mac(0x02fe_0000_0001);
+        bench.set_ring_base(RING);
+        Some((bench, conns, rng))
+    }
+
     fn reg(&mut self, offset: u32, value: u32) {
         self.model.write_reg(offset, value);
         match offset {
@@ -445,6 +496,107 @@ impl Bench {
         );
     }
 
+    /// Posts `descs`, lets the RTL run `cycles` cycles and then resets the ring to
+    /// `2^new_log` slots in whatever state the path is in: descriptor and payload reads in
+    /// flight, a frame half out, an event offered. Afterwards the RTL must have produced what
+    /// the model produces from exactly the descriptors it retired before the reset (its head),
+    /// or from one more: a TxError event or a frame already offered is finished, not cut.
+    /// Nothing else may come out: no partial frame, no read of the old ring used for the new
+    /// one. Returns the DMA reads that were in flight at the reset and whether the descriptor
+    /// at the head was finished.
+    fn reset_mid_flight(
+        &mut self,
+        descs: &[TxDescriptor],
+        cycles: u64,
+        new_log: u32,
+        label: &str,
+    ) -> (usize, bool) {
+        self.post(descs);
+        self.now += 1 + self.time_step();
+        self.model.set_time(self.now);
+        self.rtl.set_now_ns(self.now);
+        let mut out = self.rtl.run_for(&mut self.mem, cycles);
+        let in_flight = self.rtl.reads_outstanding();
+        let head = self.rtl.txq_head();
+        self.rtl.set_txq_tail(0);
+        self.rtl.set_txq_log_size(new_log);
+        let rest = self.rtl.run(&mut self.mem, 5_000_000);
+        out.frames.extend(rest.frames);
+        out.events.extend(rest.events);
+        for (total, add) in out.counters.iter_mut().zip(rest.counters) {
+            *total += add;
+        }
+        let counters: Vec<u64> = self
+            .rtl_counters
+            .iter()
+            .zip(out.counters)
+            .map(|(a, b)| a + b)
+            .collect();
+        let got_events: Vec<String> = out.events.iter().map(|e| hex(e)).collect();
+        let mut tried = Vec::new();
+        for extra in 0..2u32 {
+            let mut model = self.model.clone();
+            model.write_reg(regs::TXQ_TAIL, head.wrapping_add(extra));
+            model.service_rings(&mut self.mem);
+            let mut frames = Vec::new();
+            while let Some(f) = model.pop_tx_frame() {
+                frames.push(f);
+            }
+            let mut events = Vec::new();
+            while let Some(e) = model.pop_event() {
+                events.push(hex(&e.to_bytes()));
+            }
+            let counters_equal = Counter::ALL
+                .iter()
+                .all(|c| counters[*c as usize] == model.counter(*c));
+            if frames == out.frames && events == got_events && counters_equal {
+                model.write_reg(regs::TXQ_LOG_SIZE, new_log);
+                self.model = model;
+                self.log_size = new_log;
+                self.tail = 0;
+                self.frames += out.frames.len();
+                self.events += out.events.len();
+                self.rtl_counters.copy_from_slice(&counters);
+                assert_eq!(self.rtl.txq_head(), 0, "{label}: TXQ_HEAD after the reset");
+                assert_eq!(
+                    self.model.read_reg(regs::TXQ_HEAD),
+                    0,
+                    "{label}: model TXQ_HEAD after the reset"
+                );
+                return (in_flight, extra == 1);
+            }
+            let differ: Vec<String> = Counter::ALL
+                .iter()
+                .filter(|c| counters[**c as usize] != model.counter(**c))
+                .map(|c| {
+                    format!(
+                        "{} rtl {} spec {}",
+                        c.name(),
+                        counters[*c as usize],
+                        model.counter(*c)
+                    )
+                })
+                .collect();
+            tried.push(format!(
+                "head + {extra}: spec {} frames, {} events, counters {}",
+                frames.len(),
+                events.len(),
+                if differ.is_empty() {
+                    "equal".to_string()
+                } else {
+                    differ.join(", ")
+                }
+            ));
+        }
+        panic!(
+            "{label}: after a reset at head {head} with {in_flight} reads in flight the RTL \
+             gave {} frames and {} events; {}",
+            out.frames.len(),
+            out.events.len(),
+            tried.join("; ")
+        );
+    }
+
     fn time_step(&self) -> u64 {
         // Time moves by a deterministic, irregular step (the low 32 bits wrap now and then).
         (self.now.rotate_left(17) ^ 0x9e37_79b9) % 1_000_000_007
@@ -461,46 +613,11 @@ fn against_the_model(
     timings: &[Timing],
     faulty: &[(u64, bool)],
 ) {
-    let rtl = match RtlTxPath::new(rtl_seed, timings[1 % timings.len()]) {
-        Ok(t) => t,
-        Err(e) if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() => {
-            println!("SKIPPED: {e}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
+    let Some((mut bench, conns, mut rng)) =
+        Bench::start(rtl_seed, seed, timings[1 % timings.len()], faulty)
+    else {
+        return;
     };
-    let mut rng = Rng::new(seed);
-    let conns = connections(&mut rng);
-    let mut bench = Bench {
-        model: FastPath::new(TableSizes::default()),
-        rtl,
-        mem: memory(&mut rng, faulty),
-        rtl_counters: [0; COUNTER_SLOTS],
-        log_size: 0,
-        tail: 0,
-        now: 0x0123_4567_fff0_0000,
-        frames: 0,
-        events: 0,
-    };
-    assert_eq!(
-        TableSizes::default().connections,
-        256,
-        "the RTL has 256 entries"
-    );
-    for (i, c) in conns.iter().enumerate() {
-        let words = c.to_words();
-        assert_eq!(
-            bench
-                .model
-                .write_table(TableId::Connection, i as u32, &words),
-            regs::TABLE_STATUS_OK
-        );
-        bench.rtl.write_conn(i as u32, &words);
-    }
-    bench.reg(regs::CONTROL, regs::CONTROL_TX_ENABLE);
-    bench.reg(regs::UDP_PORT, ROCEV2_UDP_PORT as u32);
-    bench.set_mac(0x02fe_0000_0001);
-    bench.set_ring_base(RING);
 
     // No ring configured: a tail ahead of head fetches nothing.
     bench.reg(regs::TXQ_LOG_SIZE, 0);
@@ -621,4 +738,57 @@ fn transmit_path_matches_the_model_at_pcie_latency() {
     ];
     let count = if long() { 5_000 } else { 400 };
     against_the_model(0x9c1e, 0x9c1e_5eed, count, &[pcie, pcie_slow_mac], &faulty);
+}
+
+/// Ring resets while the path is busy: descriptor batches and payload reads in flight (PCIe
+/// latency), frames half out, events offered. Each reset must leave the outputs of a prefix
+/// of the ring, as the model gives them, and the next ring must work from a clean start.
+#[test]
+fn ring_reset_with_reads_in_flight_matches_the_model() {
+    let pcie = Timing {
+        min_latency: 100,
+        max_latency: 300,
+        beat_gap: 0.2,
+        stall: 0.2,
+    };
+    let Some((mut bench, conns, mut rng)) = Bench::start(0x5e7, 0x5e7_0f_f1e5, pcie, &FAULTY)
+    else {
+        return;
+    };
+    bench.reg(regs::TXQ_LOG_SIZE, 5);
+    let rounds = if long() { 2_000 } else { 60 };
+    let (mut busy_resets, mut cut_short, mut finished) = (0, 0, 0);
+    for round in 0..rounds {
+        let n = 1 + rng.below(20) as usize;
+        let descs: Vec<TxDescriptor> = (0..n).map(|_| descriptor(&mut rng, &conns)).collect();
+        let cycles = rng.below(1_500);
+        let log = if bench.log_size == 5 { 4 } else { 5 };
+        let frames_before = bench.frames + bench.events;
+        let label = format!("round {round}: reset after {cycles} cycles, {n} posted");
+        let (in_flight, head_finished) = bench.reset_mid_flight(&descs, cycles, log, &label);
+        busy_resets += (in_flight > 0) as usize;
+        finished += head_finished as usize;
+        if bench.frames + bench.events - frames_before < n {
+            cut_short += 1;
+        }
+        // The new ring from a clean start.
+        let m = 1 + rng.below(8) as usize;
+        let descs: Vec<TxDescriptor> = (0..m).map(|_| descriptor(&mut rng, &conns)).collect();
+        bench.post(&descs);
+        bench.service(&format!("round {round}: the ring after the reset"));
+    }
+    println!(
+        "{rounds} resets: {busy_resets} with DMA reads in flight, {cut_short} before every \
+         posted descriptor was out, {finished} finishing the descriptor at the head; {} \
+         frames, {} events",
+        bench.frames, bench.events
+    );
+    assert!(
+        busy_resets * 3 > rounds,
+        "too few resets with reads in flight: {busy_resets} of {rounds}"
+    );
+    assert!(
+        cut_short * 3 > rounds,
+        "too few resets cut a batch short: {cut_short} of {rounds}"
+    );
 }

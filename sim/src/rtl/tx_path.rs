@@ -104,6 +104,9 @@ pub struct RtlTxPath {
     reads: VecDeque<Read>,
     max_reads: usize,
     frame: Vec<u8>,
+    /// Counter increments made during an edge outside a run (a counter has no ready: a
+    /// ring reset while busy can land on one); reported with the next run's.
+    counted: [u64; COUNTER_SLOTS],
 }
 
 impl RtlTxPath {
@@ -123,6 +126,7 @@ impl RtlTxPath {
             reads: VecDeque::new(),
             max_reads: 0,
             frame: Vec::new(),
+            counted: [0; COUNTER_SLOTS],
         };
         me.set("reset", 1);
         me.edge();
@@ -157,6 +161,11 @@ impl RtlTxPath {
         ] {
             self.set(name, 0);
         }
+        self.rtl.eval();
+        if self.get("cnt_valid") == 1 {
+            let index = self.get("cnt_index") as usize;
+            self.counted[index] += self.get("cnt_amount");
+        }
         self.edge();
     }
 
@@ -171,6 +180,11 @@ impl RtlTxPath {
     /// Cycles simulated so far.
     pub fn cycles(&self) -> u64 {
         self.cycles
+    }
+
+    /// DMA reads requested and not yet wholly delivered, now.
+    pub fn reads_outstanding(&self) -> usize {
+        self.reads.len()
     }
 
     /// The most DMA reads that were outstanding at once (requested, not all beats taken).
@@ -193,8 +207,9 @@ impl RtlTxPath {
         self.set("txq_base", base);
     }
 
-    /// `TXQ_LOG_SIZE`, as the register block does it: the size and a head reset in one cycle
-    /// (call it while the path is idle, as every clocked setter).
+    /// `TXQ_LOG_SIZE`, as the register block does it: the size and a head reset in one cycle.
+    /// Unlike the other clocked setters it may come while the path is busy (after
+    /// [`RtlTxPath::run_for`]): no read beat is delivered and nothing is taken in that cycle.
     pub fn set_txq_log_size(&mut self, log_size: u32) {
         self.set("txq_log_size", log_size as u64);
         self.set("txq_reset", 1);
@@ -245,10 +260,26 @@ impl RtlTxPath {
     /// Runs until the path is idle (nothing to fetch, every frame out, every read served),
     /// serving DMA reads from `mem`. Panics after `limit` cycles.
     pub fn run(&mut self, mem: &mut dyn HostMemory, limit: u64) -> TxPathOutput {
+        self.run_inner(mem, limit, None)
+    }
+
+    /// Runs `cycles` cycles, or until the path is idle if that comes first, and returns what
+    /// came out so far. Reads still in flight and a frame partly out stay with the harness and
+    /// continue with the next run, so a ring reset can land while the path is busy.
+    pub fn run_for(&mut self, mem: &mut dyn HostMemory, cycles: u64) -> TxPathOutput {
+        self.run_inner(mem, u64::MAX, Some(self.cycles + cycles))
+    }
+
+    fn run_inner(
+        &mut self,
+        mem: &mut dyn HostMemory,
+        limit: u64,
+        stop_at: Option<u64>,
+    ) -> TxPathOutput {
         let mut out = TxPathOutput {
             frames: Vec::new(),
             events: Vec::new(),
-            counters: [0; COUNTER_SLOTS],
+            counters: core::mem::replace(&mut self.counted, [0; COUNTER_SLOTS]),
         };
         let start = self.cycles;
         let mut quiet = 0;
@@ -257,6 +288,9 @@ impl RtlTxPath {
                 self.cycles - start < limit,
                 "transmit path still busy after {limit} cycles"
             );
+            if stop_at.is_some_and(|t| self.cycles >= t) {
+                return out;
+            }
             let t = self.timing;
             let req_ready = !self.rng.chance(t.stall);
             let m_ready = !self.rng.chance(t.stall);
