@@ -230,6 +230,29 @@ mod tests {
     }
 
     #[test]
+    fn a_zero_padded_last_beat_ends_at_the_parsers_constant_exactly_when_the_crc_is_right() {
+        // The parser's check: the CRC over the message and its CRC field, the last beat's
+        // lanes beyond the end zeroed and the whole-beat step taken anyway.
+        for (k, v) in values(5, 64).into_iter().enumerate() {
+            let len = 9 + k; // message and CRC field: 13 to 76 bytes, every last-beat size
+            let mut msg: Vec<u8> = (0..len - 4).map(|i| (v >> (i % 57)) as u8).collect();
+            let good = crc32fast::hash(&msg);
+            for (field, ok) in [(good, true), (good ^ (1 << (k % 32)), false)] {
+                msg.truncate(len - 4);
+                msg.extend_from_slice(&field.to_le_bytes());
+                let mut state = !0u32;
+                for beat in msg.chunks(8) {
+                    let mut lanes = [0u8; 8];
+                    lanes[..beat.len()].copy_from_slice(beat);
+                    state = flat_update(state, u64::from_le_bytes(lanes), 8);
+                }
+                let n = (len - 1) % 8 + 1;
+                assert_eq!(state == crate::rx_parse::crc_good(n), ok, "{len} bytes");
+            }
+        }
+    }
+
+    #[test]
     fn flat_form_matches_crc32fast_for_every_lane_count() {
         let v = values(1, 2000);
         for n in 1..=8 {
