@@ -10,9 +10,12 @@
 //! - the ICRC runs on the fly over a realigned stream: the 8 bytes of 0xFF that stand for the
 //!   masked LRH (folded into the initial state [`CRC_AFTER_LRH`]), then the IP packet from its
 //!   first byte, shifted by 6 bytes (untagged) or 2 bytes (tagged) so that every beat is full
-//!   except the last; the variant fields are forced to ones at their fixed positions; the four
-//!   ICRC bytes are picked out of the same stream. Each realigned beat is registered before the
-//!   CRC step, so the CRC sees only registered lengths; one flush beat after `tlast` finishes it;
+//!   except the last; the variant fields are forced to ones at their fixed positions. The CRC
+//!   runs over the four ICRC bytes too, so a good frame ends at a constant register value (the
+//!   CRC residue) and the ICRC need not be picked out. Each realigned beat is registered before
+//!   the CRC step, with the lanes beyond the range zeroed, so the CRC sees only registered
+//!   lengths and every step is the full eight-byte one ([`Crc32Full`], the only logic in the
+//!   CRC register's loop); one flush beat after `tlast` finishes it;
 //! - at the end of the frame every check is evaluated at once and a priority encoder reports
 //!   the first that fails, in `parse_frame`'s order.
 //!
@@ -25,7 +28,7 @@
 //!
 //! Not yet handled: `tuser` (MAC-reported errors) is ignored; the model has no such input yet.
 
-use crate::crc::Crc32Beat;
+use crate::crc::{Crc32Full, RESIDUE, crc32_update};
 use ferroce_proto::wire::{
     ParseError, bth, ethernet, icrc, ip,
     transport::{ACK_LEN, CM_LEN, FDH_LEN, IMM_LEN, NAK_LEN, RETH_LEN},
@@ -103,6 +106,8 @@ pub struct RxParser {
 
     // Constants from the specification (one source: ferroce-proto).
     k_crc_lrh: Constant<Bits<32>>,
+    /// What the CRC register holds after a good frame's last step over `n` lanes (at `n - 1`).
+    k_crc_good: [Constant<Bits<32>>; 8],
     k_vlan: Constant<Bits<16>>,
     k_ipv4: Constant<Bits<16>>,
     k_ipv6: Constant<Bits<16>>,
@@ -148,11 +153,11 @@ pub struct RxParser {
     prev: DFF<Bits<64>>,
     s_vlan: DFF<Bit>,
     s_v6: DFF<Bit>,
-    vtotal: DFF<Bits<17>>,
+    vend: DFF<Bits<17>>,
     vj: DFF<Bits<13>>,
     crc: DFF<Bits<32>>,
-    icrc: DFF<Bits<32>>,
-    crc_unit: Crc32Beat,
+    crc_lanes: DFF<Bits<8>>,
+    crc_unit: Crc32Full,
     // End-of-frame stages.
     end1: DFF<Bit>,
     flen1: DFF<Bits<16>>,
@@ -220,12 +225,11 @@ pub struct RxParser {
     a_th: DFF<Bits<384>>,
     icrc_bad2: DFF<Bit>,
     crc3: DFF<Bits<32>>,
-    icrc3: DFF<Bits<32>>,
+    lanes3: DFF<Bits<8>>,
     vp_go: DFF<Bit>,
     vp_flush: DFF<Bit>,
     vp_data: DFF<Bits<64>>,
     vp_lanes: DFF<Bits<8>>,
-    vp_icrc: DFF<Bits<8>>,
 
     // Combinational scratch.
     keep_count: Signal<Local, Bits<16>>,
@@ -247,20 +251,23 @@ pub struct RxParser {
     err: Signal<Local, Bits<4>>,
     n_vlan: Signal<Local, Bit>,
     n_v6: Signal<Local, Bit>,
-    n_total: Signal<Local, Bits<17>>,
+    n_end: Signal<Local, Bits<17>>,
     v_data: Signal<Local, Bits<64>>,
     v_go: Signal<Local, Bit>,
-    v_lanes: Signal<Local, Bits<8>>,
     f_lanes: Signal<Local, Bits<8>>,
-    f_icrc: Signal<Local, Bits<8>>,
-    icrc_acc: Signal<Local, Bits<32>>,
     lane_pos: Signal<Local, Bits<17>>,
-    lane_byte: Signal<Local, Bits<64>>,
+    crc_good: Signal<Local, Bits<32>>,
     flen: Signal<Local, Bits<17>>,
     opcode: Signal<Local, Bits<8>>,
     nak_reason: Signal<Local, Bits<8>>,
     cm_kind: Signal<Local, Bits<8>>,
     sw_et: Signal<Local, Bits<16>>,
+}
+
+/// The CRC register at the end of a good frame whose last beat has `n` lanes in the CRC's
+/// range (1 ≤ `n` ≤ 8): the residue, advanced over the `8 - n` zero bytes that pad that beat.
+pub fn crc_good(n: usize) -> u32 {
+    crc32_update(RESIDUE, &[0u8; 8][n..])
 }
 
 /// The variant-field mask of beat `j` of the realigned ICRC stream (8 bytes of 0xFF, then the
@@ -319,6 +326,7 @@ impl Default for RxParser {
             out_payload_offset: Default::default(),
             out_payload_len: Default::default(),
             k_crc_lrh: k(CRC_AFTER_LRH as u64),
+            k_crc_good: core::array::from_fn(|m| k(crc_good(m + 1) as u64)),
             k_vlan: k(ethernet::ETHERTYPE_VLAN as u64),
             k_ipv4: k(ethernet::ETHERTYPE_IPV4 as u64),
             k_ipv6: k(ethernet::ETHERTYPE_IPV6 as u64),
@@ -361,10 +369,10 @@ impl Default for RxParser {
             prev: Default::default(),
             s_vlan: Default::default(),
             s_v6: Default::default(),
-            vtotal: Default::default(),
+            vend: Default::default(),
             vj: Default::default(),
             crc: Default::default(),
-            icrc: Default::default(),
+            crc_lanes: Default::default(),
             crc_unit: Default::default(),
             end1: Default::default(),
             flen1: Default::default(),
@@ -431,12 +439,11 @@ impl Default for RxParser {
             a_th: Default::default(),
             icrc_bad2: Default::default(),
             crc3: Default::default(),
-            icrc3: Default::default(),
+            lanes3: Default::default(),
             vp_go: Default::default(),
             vp_flush: Default::default(),
             vp_data: Default::default(),
             vp_lanes: Default::default(),
-            vp_icrc: Default::default(),
             keep_count: Default::default(),
             swapped: Default::default(),
             flat: Default::default(),
@@ -456,15 +463,12 @@ impl Default for RxParser {
             err: Default::default(),
             n_vlan: Default::default(),
             n_v6: Default::default(),
-            n_total: Default::default(),
+            n_end: Default::default(),
             v_data: Default::default(),
             v_go: Default::default(),
-            v_lanes: Default::default(),
             f_lanes: Default::default(),
-            f_icrc: Default::default(),
-            icrc_acc: Default::default(),
             lane_pos: Default::default(),
-            lane_byte: Default::default(),
+            crc_good: Default::default(),
             flen: Default::default(),
             opcode: Default::default(),
             nak_reason: Default::default(),
@@ -485,10 +489,10 @@ impl Logic for RxParser {
             prev,
             s_vlan,
             s_v6,
-            vtotal,
+            vend,
             vj,
             crc,
-            icrc,
+            crc_lanes,
             end1,
             flen1,
             valid2,
@@ -511,12 +515,11 @@ impl Logic for RxParser {
             poff2,
             plen2,
             crc3,
-            icrc3,
+            lanes3,
             vp_go,
             vp_flush,
             vp_data,
             vp_lanes,
-            vp_icrc,
             snap,
             snap_len,
             snap_valid,
@@ -606,7 +609,7 @@ impl Logic for RxParser {
         // ---- ICRC stream: which framing this frame has, as soon as the bytes are in.
         self.n_vlan.next = self.s_vlan.q.val();
         self.n_v6.next = self.s_v6.q.val();
-        self.n_total.next = self.vtotal.q.val();
+        self.n_end.next = self.vend.q.val();
         self.sw_et.next = self.swapped.val().get_bits::<16>(16);
         if self.beat.q.val() == 1_u64 {
             self.n_vlan.next = self.sw_et.val() == self.k_vlan.val();
@@ -615,21 +618,22 @@ impl Logic for RxParser {
         if (self.beat.q.val() == 2_u64) & self.s_vlan.q.val() {
             self.n_v6.next = self.swapped.val().get_bits::<16>(48) == self.k_ipv6.val();
         }
+        // The end of the CRC's range in the stream, the ICRC included: 8 bytes of LRH, then the
+        // IP packet (IPv4 total length, or IPv6 payload length + 40).
         if self.beat.q.val() == 2_u64 {
             if self.s_vlan.q.val() {
                 if self.n_v6.val() {
-                    self.n_total.next =
-                        bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(0)) + 44_u64;
+                    self.n_end.next =
+                        bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(0)) + 48_u64;
                 } else {
-                    self.n_total.next =
-                        bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(16)) + 4_u64;
+                    self.n_end.next =
+                        bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(16)) + 8_u64;
                 }
             } else if self.n_v6.val() {
-                self.n_total.next =
-                    bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(32)) + 44_u64;
+                self.n_end.next =
+                    bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(32)) + 48_u64;
             } else {
-                self.n_total.next =
-                    bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(48)) + 4_u64;
+                self.n_end.next = bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(48)) + 8_u64;
             }
         }
 
@@ -664,50 +668,46 @@ impl Logic for RxParser {
         // Register the formed beat; the CRC runs on it next cycle, against the registered T.
         self.vp_go.d.next = self.v_go.val();
         self.vp_flush.d.next = self.end1.q.val();
-        self.vp_data.d.next = self.v_data.val();
         if self.v_go.val() & !self.end1.q.val() {
             self.vj.d.next = self.vj.q.val() + 1_u64;
         }
-        // Lanes inside the CRC range [8, T) and the four ICRC bytes [T, T + 4), decided here
-        // and registered with the beat, so the CRC step's lane select comes from flip-flops.
-        // `n_total` is what `vtotal` holds when the beat reaches the CRC.
+        // The CRC runs over [8, T + 4): the CRC range and the four ICRC bytes behind it, so a
+        // good frame leaves the register at a constant (the residue) and the ICRC bytes need
+        // not be picked out. The lanes are decided here and registered with the beat (zero
+        // when there is no beat), so the CRC step's enable comes from flip-flops; lanes beyond
+        // the range are zeroed, so that the step is always the full eight-byte one: a last
+        // beat with `n` lanes then leaves the register advanced over `8 - n` zero bytes past
+        // the residue (`k_crc_good`). `n_end` is what `vend` holds when the beat reaches the
+        // CRC.
         self.f_lanes.next = 0.into();
-        self.f_icrc.next = 0.into();
         for i in 0_usize..8 {
             self.lane_pos.next = (bit_cast::<17, 13>(self.vj.q.val()) << 3_u64) + i.to_bits::<17>();
-            if self.lane_pos.val() < self.n_total.val() {
+            if self.lane_pos.val() < self.n_end.val() {
                 self.f_lanes.next = self.f_lanes.val().replace_bit(i, true);
-            }
-            if (self.lane_pos.val() >= self.n_total.val())
-                & (self.lane_pos.val() < self.n_total.val() + 4_u64)
-            {
-                self.f_icrc.next = self.f_icrc.val().replace_bit(i, true);
+            } else {
+                self.v_data.next =
+                    self.v_data.val() & !(bits::<64>(0xFF) << (8 * i).to_bits::<6>());
             }
         }
-        self.vp_lanes.d.next = self.f_lanes.val();
-        self.vp_icrc.d.next = self.f_icrc.val();
-        self.v_lanes.next = 0.into();
-        if self.vp_go.q.val() {
-            self.v_lanes.next = self.vp_lanes.q.val();
+        self.vp_data.d.next = self.v_data.val();
+        self.vp_lanes.d.next = 0.into();
+        if self.v_go.val() {
+            self.vp_lanes.d.next = self.f_lanes.val();
         }
-        self.icrc_acc.next = self.icrc.q.val();
-        for i in 0_usize..8 {
-            self.lane_byte.next = (self.vp_data.q.val() >> (8 * i).to_bits::<6>()) & 0xFF_u64;
-            if self.vp_go.q.val() & self.vp_icrc.q.val().get_bit(i) {
-                self.icrc_acc.next = (self.icrc_acc.val() >> 8_u64)
-                    | (bit_cast::<32, 64>(self.lane_byte.val()) << 24_u64);
-            }
-        }
+        // Only the full step is in the loop; lane 0 is set whenever any lane is (a prefix).
         self.crc_unit.crc_in.next = self.crc.q.val();
         self.crc_unit.data.next = self.vp_data.q.val();
-        self.crc_unit.lanes.next = self.v_lanes.val();
-        if self.vp_go.q.val() {
-            self.crc.d.next = self.crc_unit.crc_out.val();
-            self.icrc.d.next = self.icrc_acc.val();
+        self.crc_unit.enable.next = self.vp_lanes.q.val().get_bit(0);
+        self.crc.d.next = self.crc_unit.crc_out.val();
+        if self.vp_lanes.q.val().get_bit(0) {
+            self.crc_lanes.d.next = self.vp_lanes.q.val();
         }
         if self.vp_go.q.val() & self.vp_flush.q.val() {
             self.crc3.d.next = self.crc_unit.crc_out.val();
-            self.icrc3.d.next = self.icrc_acc.val();
+            self.lanes3.d.next = self.crc_lanes.q.val();
+            if self.vp_lanes.q.val().get_bit(0) {
+                self.lanes3.d.next = self.vp_lanes.q.val();
+            }
         }
         // A new frame starts the stream over: the index at its first beat, the CRC state at its
         // third (the previous frame's last beats are still in the CRC stage until then).
@@ -716,7 +716,7 @@ impl Logic for RxParser {
         }
         if self.s_tvalid.val() & (self.beat.q.val() == 2_u64) {
             self.crc.d.next = self.k_crc_lrh.val();
-            self.icrc.d.next = 0.into();
+            self.crc_lanes.d.next = 0xFF.into();
         }
         if self.s_tvalid.val() & (self.beat.q.val() == 1_u64) {
             self.s_vlan.d.next = self.n_vlan.val();
@@ -724,7 +724,7 @@ impl Logic for RxParser {
         }
         if self.s_tvalid.val() & (self.beat.q.val() == 2_u64) {
             self.s_v6.d.next = self.n_v6.val();
-            self.vtotal.d.next = self.n_total.val();
+            self.vend.d.next = self.n_end.val();
         }
 
         // ---- End of frame: every check at once over the captured headers.
@@ -964,8 +964,15 @@ impl Logic for RxParser {
         // ---- Stage 2: the verdict without the ICRC, the ICRC's own verdict, the fields.
         self.valid2.d.next = self.a_valid.q.val() & !self.reset.val();
         self.err2.d.next = self.err.val();
-        // The ICRC of the frame in stage B finished in the cycle before (`crc3`).
-        self.icrc_bad2.d.next = !self.crc3.q.val() != self.icrc3.q.val();
+        // The ICRC of the frame in stage B finished in the cycle before (`crc3`, after a last
+        // step over the lanes in `lanes3`, a prefix).
+        self.crc_good.next = self.k_crc_good[7].val();
+        for n in 1_usize..8 {
+            if self.lanes3.q.val().get_bit(n - 1) & !self.lanes3.q.val().get_bit(n) {
+                self.crc_good.next = self.k_crc_good[n - 1].val();
+            }
+        }
+        self.icrc_bad2.d.next = self.crc3.q.val() != self.crc_good.val();
         self.flen2.d.next = bit_cast::<16, 17>(self.a_flen.q.val());
         self.vlan2.d.next = self.a_vlan.q.val();
         self.tci2.d.next = self.a_tci.q.val();

@@ -13,9 +13,11 @@
 //!   register realigns the payload stream, which is packed from lane 0), zeros elsewhere. The
 //!   next frame is loaded in the cycle that generates the last beat of the one before;
 //! - ICRC: the generated beats, realigned as in the RX parser (shift by 6 bytes, or 2 behind a
-//!   VLAN tag, variant fields forced to ones), are registered and then fed to the CRC step. A
-//!   frame's last step (its final bytes, from a flush register) runs in the cycle after its
-//!   last beat, while the next frame's first two beats (which carry no ICRC bytes) are
+//!   VLAN tag, variant fields forced to ones), are registered and then fed to the CRC step:
+//!   whole beats through [`Crc32Full`], the only logic in the running CRC's loop, and the one
+//!   partial beat of a frame through [`Crc32Tail`] beside it, straight into the frame's output
+//!   context. A frame's last step (its final bytes, from a flush register) runs in the cycle
+//!   after its last beat, while the next frame's first two beats (which carry no ICRC bytes) are
 //!   generated, so the two frames never need the CRC step in the same cycle;
 //! - output: a three-stage elastic buffer. Each beat carries its frame's parity; two output
 //!   contexts (frame length, beat count, ICRC) by parity let one frame drain while the next
@@ -25,7 +27,7 @@
 //! missing; the output follows AXI4-Stream rules (a beat, once offered, stays until taken).
 //! The payload stream is the concatenation of the frames' payloads in request order.
 
-use crate::crc::Crc32Beat;
+use crate::crc::{Crc32Full, Crc32Tail};
 use crate::rx_parse::{CRC_AFTER_LRH, stream_mask};
 use ferroce_proto::model::TX_TTL;
 use ferroce_proto::wire::{bth, ethernet, ip};
@@ -180,6 +182,7 @@ pub struct TxFrameBuilder {
     vp_par: DFF<Bit>,
     vp_data: DFF<Bits<64>>,
     vp_lanes: DFF<Bits<8>>,
+    vp_full: DFF<Bit>,
     crc: DFF<Bits<32>>,
 
     // Output contexts by frame parity.
@@ -210,7 +213,8 @@ pub struct TxFrameBuilder {
     d3_k: DFF<Bits<13>>,
     d3_icrc: DFF<Bit>,
     d3_par: DFF<Bit>,
-    crc_unit: Crc32Beat,
+    crc_full: Crc32Full,
+    crc_tail: Crc32Tail,
 
     load: Signal<Local, Bit>,
     nx_free: Signal<Local, Bit>,
@@ -258,6 +262,7 @@ pub struct TxFrameBuilder {
     v_base: Signal<Local, Bits<16>>,
     v_lanes: Signal<Local, Bits<8>>,
     v_pos: Signal<Local, Bits<17>>,
+    crc_step: Signal<Local, Bits<32>>,
     fl_next: Signal<Local, Bits<64>>,
     o_flen: Signal<Local, Bits<16>>,
     o_nbeats: Signal<Local, Bits<13>>,
@@ -381,6 +386,7 @@ impl Default for TxFrameBuilder {
             vp_par: Default::default(),
             vp_data: Default::default(),
             vp_lanes: Default::default(),
+            vp_full: Default::default(),
             crc: Default::default(),
             o0_live: Default::default(),
             o0_done: Default::default(),
@@ -407,7 +413,8 @@ impl Default for TxFrameBuilder {
             d3_k: Default::default(),
             d3_icrc: Default::default(),
             d3_par: Default::default(),
-            crc_unit: Default::default(),
+            crc_full: Default::default(),
+            crc_tail: Default::default(),
             load: Default::default(),
             nx_free: Default::default(),
             last_push: Default::default(),
@@ -454,6 +461,7 @@ impl Default for TxFrameBuilder {
             v_base: Default::default(),
             v_lanes: Default::default(),
             v_pos: Default::default(),
+            crc_step: Default::default(),
             fl_next: Default::default(),
             o_flen: Default::default(),
             o_nbeats: Default::default(),
@@ -537,6 +545,7 @@ impl Logic for TxFrameBuilder {
             vp_par,
             vp_data,
             vp_lanes,
+            vp_full,
             crc,
             o0_live,
             o0_done,
@@ -846,26 +855,46 @@ impl Logic for TxFrameBuilder {
             self.vp_par.d.next = self.fl_par.q.val();
         }
         self.vp_data.d.next = self.v_data.val();
-        self.vp_lanes.d.next = self.v_lanes.val();
+        // No lanes when there is no step; a whole beat's step flagged apart, so that the
+        // running CRC's enable comes from one flip-flop.
+        self.vp_lanes.d.next = 0.into();
+        self.vp_full.d.next = false;
+        if self.v_go.val() | self.fl_pend.q.val() {
+            self.vp_lanes.d.next = self.v_lanes.val();
+            self.vp_full.d.next = self.v_lanes.val().all();
+        }
         self.fl_pend.d.next = false;
 
-        // ---- CRC step. A frame's final step hands its CRC to the output context of its
-        // parity and leaves the running CRC at its start value for the next frame.
-        self.crc_unit.crc_in.next = self.crc.q.val();
-        self.crc_unit.data.next = self.vp_data.q.val();
-        self.crc_unit.lanes.next = self.vp_lanes.q.val();
-        if self.vp_go.q.val() {
-            if self.vp_final.q.val() {
-                self.crc.d.next = self.k_crc_lrh.val();
-                if self.vp_par.q.val() {
-                    self.o1_crc.d.next = self.crc_unit.crc_out.val();
-                    self.o1_done.d.next = true;
-                } else {
-                    self.o0_crc.d.next = self.crc_unit.crc_out.val();
-                    self.o0_done.d.next = true;
-                }
+        // ---- CRC step. Only a whole beat's step is in the running CRC's loop; a partial
+        // beat's (the tail: at most one per frame, and no step with lanes follows it) is
+        // computed beside it. Every step with lanes also writes the state after it to the
+        // output context of its frame's parity, so that context holds the frame's CRC after
+        // its last step with lanes. A frame's final step (its flush) marks the context done
+        // and leaves the running CRC at its start value for the next frame.
+        self.crc_full.crc_in.next = self.crc.q.val();
+        self.crc_full.data.next = self.vp_data.q.val();
+        self.crc_full.enable.next = self.vp_full.q.val();
+        self.crc_tail.crc_in.next = self.crc.q.val();
+        self.crc_tail.data.next = self.vp_data.q.val();
+        self.crc_tail.lanes.next = self.vp_lanes.q.val();
+        self.crc.d.next = self.crc_full.crc_out.val();
+        self.crc_step.next = self.crc_tail.crc_out.val();
+        if self.vp_full.q.val() {
+            self.crc_step.next = self.crc_full.crc_out.val();
+        }
+        if self.vp_lanes.q.val().get_bit(0) {
+            if self.vp_par.q.val() {
+                self.o1_crc.d.next = self.crc_step.val();
             } else {
-                self.crc.d.next = self.crc_unit.crc_out.val();
+                self.o0_crc.d.next = self.crc_step.val();
+            }
+        }
+        if self.vp_go.q.val() & self.vp_final.q.val() {
+            self.crc.d.next = self.k_crc_lrh.val();
+            if self.vp_par.q.val() {
+                self.o1_done.d.next = true;
+            } else {
+                self.o0_done.d.next = true;
             }
         }
 
