@@ -1615,35 +1615,47 @@ impl<const C: usize> Logic for TxEngine<C> {
         if self.b_is_write.val() {
             self.ssn_out.next = 0.into();
         }
-        self.th_data.next = (bit_cast::<384, 16>(self.d_flow.val()) << self.k_th_flow.val())
-            | (bit_cast::<384, 16>(self.d_tag.val()) << self.k_th_tag.val())
-            | (bit_cast::<384, 32>(self.d_msn.val()) << self.k_th_msn.val())
-            | (bit_cast::<384, 32>(self.ssn_out.val()) << self.k_th_ssn.val())
-            | (bit_cast::<384, 32>(self.d_offset.val()) << self.k_th_offset.val())
-            | (bit_cast::<384, 32>(self.d_msg_len.val()) << self.k_th_msg_len.val())
-            | (bit_cast::<384, 32>(self.now_ns.val().get_bits::<32>(0)) << self.k_th_ts.val());
-        if self.b_is_write.val() {
-            self.th_data.next = self.th_data.val()
-                | (bit_cast::<384, 64>(self.d_va.val()) << self.k_th_va.val())
-                | (bit_cast::<384, 32>(self.d_rkey.val()) << self.k_th_rkey.val());
-        }
-        if self.b_has_imm.val() {
-            self.th_data.next =
-                self.th_data.val() | (bit_cast::<384, 32>(self.d_imm.val()) << self.b_imm_at.val());
+        // The headers and the event are built only in the state that loads them (each is
+        // read there alone): for synthesis the zeros elsewhere are never selected, and the
+        // simulator skips their wide shifts in every other cycle.
+        self.th_data.next = 0.into();
+        if self.state.q.val() == State::Conn {
+            self.th_data.next = (bit_cast::<384, 16>(self.d_flow.val()) << self.k_th_flow.val())
+                | (bit_cast::<384, 16>(self.d_tag.val()) << self.k_th_tag.val())
+                | (bit_cast::<384, 32>(self.d_msn.val()) << self.k_th_msn.val())
+                | (bit_cast::<384, 32>(self.ssn_out.val()) << self.k_th_ssn.val())
+                | (bit_cast::<384, 32>(self.d_offset.val()) << self.k_th_offset.val())
+                | (bit_cast::<384, 32>(self.d_msg_len.val()) << self.k_th_msg_len.val())
+                | (bit_cast::<384, 32>(self.now_ns.val().get_bits::<32>(0)) << self.k_th_ts.val());
+            if self.b_is_write.val() {
+                self.th_data.next = self.th_data.val()
+                    | (bit_cast::<384, 64>(self.d_va.val()) << self.k_th_va.val())
+                    | (bit_cast::<384, 32>(self.d_rkey.val()) << self.k_th_rkey.val());
+            }
+            if self.b_has_imm.val() {
+                self.th_data.next = self.th_data.val()
+                    | (bit_cast::<384, 32>(self.d_imm.val()) << self.b_imm_at.val());
+            }
         }
         // The CM message goes out as read (its bytes are the header, first byte on top).
         self.th_cm.next = 0.into();
-        for i in 0_usize..32 {
-            self.cm_byte.next = self.cm.q.val().get_bits::<8>(8 * i);
-            self.th_cm.next = self.th_cm.val()
-                | (bit_cast::<384, 8>(self.cm_byte.val()) << (376 - 8 * i).to_bits::<9>());
+        self.cm_byte.next = 0.into();
+        if self.state.q.val() == State::Build {
+            for i in 0_usize..32 {
+                self.cm_byte.next = self.cm.q.val().get_bits::<8>(8 * i);
+                self.th_cm.next = self.th_cm.val()
+                    | (bit_cast::<384, 8>(self.cm_byte.val()) << (376 - 8 * i).to_bits::<9>());
+            }
         }
-        self.ev.next = self.k_ev_base.val()
-            | (bit_cast::<512, 8>(self.reason.q.val()) << self.k_e_reason.val())
-            | (bit_cast::<512, 16>(self.d_flow.val()) << self.k_e_flow.val())
-            | (bit_cast::<512, 32>(self.d_conn.val()) << self.k_e_conn.val())
-            | (bit_cast::<512, 32>(self.d_fsn.val()) << self.k_e_fsn.val())
-            | (bit_cast::<512, 8>(self.d_opcode.val()) << self.k_e_opcode.val());
+        self.ev.next = 0.into();
+        if self.state.q.val() == State::Refuse {
+            self.ev.next = self.k_ev_base.val()
+                | (bit_cast::<512, 8>(self.reason.q.val()) << self.k_e_reason.val())
+                | (bit_cast::<512, 16>(self.d_flow.val()) << self.k_e_flow.val())
+                | (bit_cast::<512, 32>(self.d_conn.val()) << self.k_e_conn.val())
+                | (bit_cast::<512, 32>(self.d_fsn.val()) << self.k_e_fsn.val())
+                | (bit_cast::<512, 8>(self.d_opcode.val()) << self.k_e_opcode.val());
+        }
         self.ev_data.next = self.ev.val();
 
         // ---- Payload streamer: the buffer's read address runs one cycle ahead, so that its
