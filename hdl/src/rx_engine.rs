@@ -854,15 +854,23 @@ impl Logic for RxEngine {
                 .val()
                 .get_bits::<256>(self.sh_a_sack.val().index());
         }
+        // Swapped only in the states that read the result (a CM frame's event from Idle, an
+        // ACK's event from ConnChk, the ACK header from Accept and AckWait).
         self.swap_out.next = 0.into();
-        for i in 0_usize..8 {
-            self.sw_word.next = self.swap_in.val().get_bits::<32>(32 * i);
-            self.sw_swapped.next = (self.sw_word.val() << 24_u64)
-                | ((self.sw_word.val() & 0xFF00_u64) << 8_u64)
-                | ((self.sw_word.val() >> 8_u64) & 0xFF00_u64)
-                | (self.sw_word.val() >> 24_u64);
-            self.swap_out.next = self.swap_out.val()
-                | (bit_cast::<256, 32>(self.sw_swapped.val()) << (224 - 32 * i).to_bits::<9>());
+        if (self.pr_valid.val() & (self.state.q.val() == St::Idle))
+            | (self.state.q.val() == St::ConnChk)
+            | (self.state.q.val() == St::Accept)
+            | (self.state.q.val() == St::AckWait)
+        {
+            for i in 0_usize..8 {
+                self.sw_word.next = self.swap_in.val().get_bits::<32>(32 * i);
+                self.sw_swapped.next = (self.sw_word.val() << 24_u64)
+                    | ((self.sw_word.val() & 0xFF00_u64) << 8_u64)
+                    | ((self.sw_word.val() >> 8_u64) & 0xFF00_u64)
+                    | (self.sw_word.val() >> 24_u64);
+                self.swap_out.next = self.swap_out.val()
+                    | (bit_cast::<256, 32>(self.sw_swapped.val()) << (224 - 32 * i).to_bits::<9>());
+            }
         }
         self.mac_sw.next = 0.into();
         self.ip_sw.next = 0.into();

@@ -1165,63 +1165,69 @@ impl<const C: usize> Logic for TxEngine<C> {
         // 0 valid | 1 ipv6 | 2 vlan | 3..19 TCI | 19..25 DSCP | 25..49 peer connection |
         // 49..65 flow count | 65..113 peer MAC | 113..241 local IP | 241..369 peer IP.
         // The front end's copy: 0 valid | 1..17 flow count.
+        // Packed only in a cycle that writes it (the RAMs ignore their data otherwise), so
+        // that the simulator does not assemble a 369-bit entry in every cycle.
         self.t_lip.next = 0.into();
         self.t_pip.next = 0.into();
-        for w in 0_usize..4 {
-            self.t_word.next = self
-                .tbl_data
-                .val()
-                .get_bits::<32>(self.k_t_lip[w].val().index());
-            self.t_lip.next = self.t_lip.val()
-                | (bit_cast::<128, 32>(self.t_word.val()) << (96 - 32 * w).to_bits::<7>());
-            self.t_word.next = self
-                .tbl_data
-                .val()
-                .get_bits::<32>(self.k_t_pip[w].val().index());
-            self.t_pip.next = self.t_pip.val()
-                | (bit_cast::<128, 32>(self.t_word.val()) << (96 - 32 * w).to_bits::<7>());
+        self.t_word.next = 0.into();
+        self.t_entry.next = 0.into();
+        if self.tbl_write.val() {
+            for w in 0_usize..4 {
+                self.t_word.next = self
+                    .tbl_data
+                    .val()
+                    .get_bits::<32>(self.k_t_lip[w].val().index());
+                self.t_lip.next = self.t_lip.val()
+                    | (bit_cast::<128, 32>(self.t_word.val()) << (96 - 32 * w).to_bits::<7>());
+                self.t_word.next = self
+                    .tbl_data
+                    .val()
+                    .get_bits::<32>(self.k_t_pip[w].val().index());
+                self.t_pip.next = self.t_pip.val()
+                    | (bit_cast::<128, 32>(self.t_word.val()) << (96 - 32 * w).to_bits::<7>());
+            }
+            self.t_entry.next = bit_cast::<369, 1>(
+                self.tbl_data
+                    .val()
+                    .get_bits::<1>(self.k_t_valid.val().index()),
+            ) | (bit_cast::<369, 1>(
+                self.tbl_data
+                    .val()
+                    .get_bits::<1>(self.k_t_ipv6.val().index()),
+            ) << 1_u64)
+                | (bit_cast::<369, 1>(
+                    self.tbl_data
+                        .val()
+                        .get_bits::<1>(self.k_t_vlan.val().index()),
+                ) << 2_u64)
+                | (bit_cast::<369, 16>(
+                    self.tbl_data
+                        .val()
+                        .get_bits::<16>(self.k_t_tci.val().index()),
+                ) << 3_u64)
+                | (bit_cast::<369, 6>(
+                    self.tbl_data
+                        .val()
+                        .get_bits::<6>(self.k_t_dscp.val().index()),
+                ) << 19_u64)
+                | (bit_cast::<369, 24>(
+                    self.tbl_data
+                        .val()
+                        .get_bits::<24>(self.k_t_peer.val().index()),
+                ) << 25_u64)
+                | (bit_cast::<369, 16>(
+                    self.tbl_data
+                        .val()
+                        .get_bits::<16>(self.k_t_fcount.val().index()),
+                ) << 49_u64)
+                | (bit_cast::<369, 48>(
+                    self.tbl_data
+                        .val()
+                        .get_bits::<48>(self.k_t_mac.val().index()),
+                ) << 65_u64)
+                | (bit_cast::<369, 128>(self.t_lip.val()) << 113_u64)
+                | (bit_cast::<369, 128>(self.t_pip.val()) << 241_u64);
         }
-        self.t_entry.next = bit_cast::<369, 1>(
-            self.tbl_data
-                .val()
-                .get_bits::<1>(self.k_t_valid.val().index()),
-        ) | (bit_cast::<369, 1>(
-            self.tbl_data
-                .val()
-                .get_bits::<1>(self.k_t_ipv6.val().index()),
-        ) << 1_u64)
-            | (bit_cast::<369, 1>(
-                self.tbl_data
-                    .val()
-                    .get_bits::<1>(self.k_t_vlan.val().index()),
-            ) << 2_u64)
-            | (bit_cast::<369, 16>(
-                self.tbl_data
-                    .val()
-                    .get_bits::<16>(self.k_t_tci.val().index()),
-            ) << 3_u64)
-            | (bit_cast::<369, 6>(
-                self.tbl_data
-                    .val()
-                    .get_bits::<6>(self.k_t_dscp.val().index()),
-            ) << 19_u64)
-            | (bit_cast::<369, 24>(
-                self.tbl_data
-                    .val()
-                    .get_bits::<24>(self.k_t_peer.val().index()),
-            ) << 25_u64)
-            | (bit_cast::<369, 16>(
-                self.tbl_data
-                    .val()
-                    .get_bits::<16>(self.k_t_fcount.val().index()),
-            ) << 49_u64)
-            | (bit_cast::<369, 48>(
-                self.tbl_data
-                    .val()
-                    .get_bits::<48>(self.k_t_mac.val().index()),
-            ) << 65_u64)
-            | (bit_cast::<369, 128>(self.t_lip.val()) << 113_u64)
-            | (bit_cast::<369, 128>(self.t_pip.val()) << 241_u64);
         self.ctab.write_enable.next = self.tbl_write.val();
         self.ctab.write_address.next = self.tbl_index.val();
         self.ctab.write_data.next = self.t_entry.val();
