@@ -751,8 +751,7 @@ fn ring_reset_with_reads_in_flight_matches_the_model() {
         beat_gap: 0.2,
         stall: 0.2,
     };
-    let Some((mut bench, conns, mut rng)) = Bench::start(0x5e7, 0x5e70_ff1e5, pcie, &FAULTY)
-    else {
+    let Some((mut bench, conns, mut rng)) = Bench::start(0x5e7, 0x5e70_ff1e5, pcie, &FAULTY) else {
         return;
     };
     bench.reg(regs::TXQ_LOG_SIZE, 5);

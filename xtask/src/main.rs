@@ -265,12 +265,7 @@ fn synth(args: &[String]) -> Result {
             .args(["--freq", &target_mhz.to_string(), "--timing-allow-fail"])
             .arg("--lpf")
             .arg(root().join("constraints/ecp5-5g-evn/synth_wrapper.lpf"))
-            .args([
-                "--seed",
-                &seed,
-                "--router",
-                &router,
-            ])
+            .args(["--seed", &seed, "--router", &router])
             .args(if route { &[][..] } else { &["--no-route"][..] })
             .arg("--log")
             .arg(&log)
