@@ -289,7 +289,10 @@ fn hoist_clock_copies(verilog: &str) -> String {
 /// depends on itself. Verilator breaks such loops by evaluating the blocks on them again
 /// whenever a signal on the loop changes, and the receive engine's logic, the largest of all,
 /// is on several of them. With `isolate_assignments` the flag is computed in a block of its
-/// own, from registers, and the loop is gone.
+/// own. Loops remain (Verilator still reports UNOPTFLAT on the write side's `is_empty` /
+/// `is_full` and on the event writer's `ev0_ready`), but the receive engine's logic now runs
+/// 1.06 times per cycle (callgrind); this and the clock copies together saved 2.4 % of the
+/// core's instructions.
 const ISOLATED: &[(&str, &[&str])] = &[
     (
         "$read_logic",
