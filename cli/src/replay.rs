@@ -156,7 +156,8 @@ fn run<N: ReplayNic>(
         let nic = dev.nic();
         nic.poll(rec.time_ns);
         nic.memory().take_write_log();
-        nic.receive_frame(&rec.data);
+        // A capture has no port: everything arrives on port 0 (and so answers leave on it).
+        nic.receive_frame(0, &rec.data)?;
         let before = emitted.len();
         while let Some(f) = nic.transmit_frame() {
             emitted.push((rec.time_ns, f));
@@ -191,7 +192,7 @@ fn run<N: ReplayNic>(
         let f = File::create(out).with_context(|| format!("creating {}", out.display()))?;
         let mut w = PcapWriter::new(BufWriter::new(f))?;
         for (t, f) in &emitted {
-            w.write(*t, f)?;
+            w.write(*t, &f.bytes)?;
         }
         w.finish()?;
     }

@@ -79,6 +79,8 @@ impl<N: Nic> Device<N> {
             tags: nic.read_reg(regs::CAP_TAGS),
             msg_slots: nic.read_reg(regs::CAP_MSG_SLOTS),
             recv_depth: nic.read_reg(regs::CAP_RECV_DEPTH),
+            // Interface 1.0 has no CAP_PORTS (it reads zero): one port.
+            ports: nic.read_reg(regs::CAP_PORTS).max(1),
         };
         let txq = nic.alloc_dma(TX_DESCRIPTOR_LEN << TX_RING_LOG, 4096)?;
         let evq = nic.alloc_dma(EVENT_LEN << EVENT_RING_LOG, 4096)?;

@@ -16,6 +16,7 @@ pub mod memory;
 mod model_nic;
 
 pub use device::{Device, DeviceError};
+pub use ferroce_proto::model::PortFrame;
 pub use memory::SimMemory;
 pub use model_nic::ModelNic;
 
@@ -31,6 +32,13 @@ pub enum NicError {
         /// The length of the access.
         len: usize,
     },
+    /// A frame was handed to a port the NIC does not have.
+    NoSuchPort {
+        /// The port.
+        port: u8,
+        /// The NIC's port count.
+        ports: u32,
+    },
 }
 
 impl core::fmt::Display for NicError {
@@ -42,6 +50,9 @@ impl core::fmt::Display for NicError {
                     f,
                     "DMA access of {len} bytes at {addr:#x} is outside allocated memory"
                 )
+            }
+            NicError::NoSuchPort { port, ports } => {
+                write!(f, "port {port} does not exist on a NIC with {ports} ports")
             }
         }
     }
@@ -72,10 +83,20 @@ pub trait Nic {
     }
 }
 
-/// The wire side of a simulated NIC.
+/// The wire side of a simulated NIC: its MAC ports, one per plane.
 pub trait SimPort {
-    /// Hands a frame to the NIC's receive MAC.
-    fn receive_frame(&mut self, frame: &[u8]);
-    /// Takes the next frame the NIC's transmit MAC sends.
-    fn transmit_frame(&mut self) -> Option<Vec<u8>>;
+    /// Hands a frame to the receive MAC of one port (the stream's `tid`); a port the NIC does
+    /// not have is refused.
+    fn receive_frame(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError>;
+    /// Takes the next frame the NIC sends, with the port it leaves on (the stream's `tdest`).
+    fn transmit_frame(&mut self) -> Option<PortFrame>;
+}
+
+/// Checks a port number against a NIC's port count.
+pub fn check_port(port: u8, ports: u32) -> Result<(), NicError> {
+    if u32::from(port) < ports {
+        Ok(())
+    } else {
+        Err(NicError::NoSuchPort { port, ports })
+    }
 }

@@ -1,6 +1,6 @@
 //! The software backend: the executable model with simulated host memory.
 
-use crate::{Nic, NicError, SimMemory, SimPort};
+use crate::{Nic, NicError, PortFrame, SimMemory, SimPort, check_port};
 use ferroce_proto::{hsi::TableSizes, model::FastPath};
 
 /// A NIC made of [`FastPath`] and [`SimMemory`].
@@ -54,14 +54,16 @@ impl Nic for ModelNic {
 }
 
 impl SimPort for ModelNic {
-    fn receive_frame(&mut self, frame: &[u8]) {
-        self.fast_path.receive(frame, &mut self.memory);
+    fn receive_frame(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError> {
+        check_port(port, self.fast_path.sizes().ports)?;
+        self.fast_path.receive_on(port, frame, &mut self.memory);
         // Events reach the event ring as soon as they exist, as the DMA engine would write them.
         self.fast_path.service_rings(&mut self.memory);
+        Ok(())
     }
 
-    fn transmit_frame(&mut self) -> Option<Vec<u8>> {
+    fn transmit_frame(&mut self) -> Option<PortFrame> {
         self.fast_path.service_rings(&mut self.memory);
-        self.fast_path.pop_tx_frame()
+        self.fast_path.pop_port_frame()
     }
 }

@@ -92,6 +92,8 @@ pub fn table_sizes() -> TableSizes {
         tags: 1 << TAG_BITS,
         msg_slots: 1 << SLOT_BITS,
         recv_depth: 1 << RECV_BITS,
+        // Not yet ported: one MAC port until the streams carry `tid`/`tdest`.
+        ports: 1,
     }
 }
 

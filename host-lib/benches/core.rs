@@ -41,6 +41,7 @@ fn connection() -> Connection {
         msg_slots: 8,
         recv_depth: 16,
         entropies: (49152..49216).collect(),
+        planes: 1,
     };
     let cfg = TransportConfig {
         pacing_burst_packets: 1 << 20,

@@ -191,7 +191,8 @@ pub struct PathOptions {
     /// Entropies (UDP source ports) flows start on and move to; flow `i` starts on entry
     /// `i`. Empty: a per-connection range of 64 ports from 49152.
     pub entropies: Vec<u16>,
-    /// Planes (NIC ports). The TX descriptor has no port field yet, so only 1 is accepted.
+    /// Planes (NIC ports), 1 to the NIC's port count: flow `i` starts on port `i % planes`,
+    /// and a flow that moves to a new entropy after timeouts also moves to another plane.
     pub planes: u8,
 }
 
@@ -293,6 +294,8 @@ pub struct AcceptOptions {
     /// Most Tags to grant (`None`: the NIC's Tag contexts, at most [`MAX_TAGS`]; at least 1).
     /// The Tags kept are the first ones, with the requester's modes.
     pub max_tags: Option<u16>,
+    /// Planes (NIC ports) our flows spread over, as [`PathOptions::planes`] (default 1).
+    pub planes: u8,
 }
 
 impl AcceptOptions {
@@ -305,6 +308,7 @@ impl AcceptOptions {
             max_paths: None,
             max_mtu: None,
             max_tags: None,
+            planes: 1,
         }
     }
 }
@@ -876,6 +880,13 @@ impl<N: Nic> Context<N> {
             .ok_or(Error::ResourcesExhausted("connection ids"))
     }
 
+    fn validate_planes(&self, planes: u8) -> Result<()> {
+        if planes == 0 || u32::from(planes) > self.sizes.ports {
+            return Err(Error::InvalidArgument("planes: 1 to the NIC's port count"));
+        }
+        Ok(())
+    }
+
     fn entropies_for(&self, id: u32, paths: &PathOptions) -> Vec<u16> {
         if paths.entropies.is_empty() {
             let base = ENTROPY_BASE.wrapping_add(((id as u16) % 256) * 64);
@@ -975,11 +986,7 @@ impl<N: Nic> Context<N> {
         self.check_cq(opts.send_cq)?;
         self.check_cq(opts.recv_cq)?;
         self.validate_shape(opts.tags.len(), opts.mtu, opts.paths.count)?;
-        if opts.paths.planes != 1 {
-            return Err(Error::Unsupported(
-                "more than one plane: the TX descriptor has no port field",
-            ));
-        }
+        self.validate_planes(opts.paths.planes)?;
         if opts.peer_ip.is_ipv6() != self.cfg.ip.is_ipv6() {
             return Err(Error::InvalidArgument("peer IP family differs from ours"));
         }
@@ -1009,6 +1016,7 @@ impl<N: Nic> Context<N> {
             msg_slots: self.sizes.msg_slots,
             recv_depth: self.sizes.recv_depth,
             entropies: entropies.clone(),
+            planes: opts.paths.planes,
         };
         let request = CmRepr {
             kind: CmKind::Request,
@@ -1080,6 +1088,7 @@ impl<N: Nic> Context<N> {
                 "accept limits: at least 1 path, 1 Tag and MIN_MTU",
             ));
         }
+        self.validate_planes(opts.planes)?;
         let pos = self
             .incoming
             .iter()
@@ -1127,6 +1136,7 @@ impl<N: Nic> Context<N> {
             msg_slots: self.sizes.msg_slots,
             recv_depth: self.sizes.recv_depth,
             entropies: entropies.clone(),
+            planes: opts.planes,
         };
         self.fair.add_sender(id, msg.rate_mbps);
         // Requests still waiting for an accept will most likely send too.

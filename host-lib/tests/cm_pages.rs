@@ -78,7 +78,8 @@ fn the_acceptor_waits_for_pages_drops_hostile_ones_and_bounds_what_it_keeps() {
         })
         .collect();
     connect_to_node_2(&mut a, modes.clone());
-    let frames: Vec<Vec<u8>> = std::iter::from_fn(|| a.nic_mut().transmit_frame()).collect();
+    let frames: Vec<Vec<u8>> =
+        std::iter::from_fn(|| a.nic_mut().transmit_frame().map(|f| f.bytes)).collect();
     // Pages 1, 2 and 3 (Tags 64–199), then the request (page 0 in its own tag_modes).
     let kinds: Vec<(CmKind, u16)> = frames
         .iter()
@@ -98,7 +99,7 @@ fn the_acceptor_waits_for_pages_drops_hostile_ones_and_bounds_what_it_keeps() {
     assert!(pages.iter().all(|p| cm_of(p).page().is_ok()));
     let mut now = 1;
     let mut deliver = |b: &mut Context<ModelNic>, f: &[u8]| {
-        b.nic_mut().receive_frame(f);
+        b.nic_mut().receive_frame(0, f).unwrap();
         now += 1;
         b.progress(now).unwrap();
     };
@@ -164,17 +165,19 @@ fn pending_pages_expire() {
     });
     b.listen(true);
     connect_to_node_2(&mut a, vec![TagMode::Unordered; 100]);
-    let page = a.nic_mut().transmit_frame().unwrap();
+    let page = a.nic_mut().transmit_frame().unwrap().bytes;
     assert_eq!(cm_of(&page).kind, CmKind::TagModes);
-    b.nic_mut().receive_frame(&page);
+    b.nic_mut().receive_frame(0, &page).unwrap();
     b.progress(1).unwrap();
     b.nic_mut()
-        .receive_frame(&forge(&page, |c| c.src_conn = 77));
+        .receive_frame(0, &forge(&page, |c| c.src_conn = 77))
+        .unwrap();
     b.progress(2).unwrap();
     assert_eq!(b.stats().cm_tag_pages_dropped, 1);
     // 3 intervals later the first set has expired: room again.
     b.nic_mut()
-        .receive_frame(&forge(&page, |c| c.src_conn = 78));
+        .receive_frame(0, &forge(&page, |c| c.src_conn = 78))
+        .unwrap();
     b.progress(10_000).unwrap();
     assert_eq!(b.stats().cm_tag_pages_dropped, 1);
 }

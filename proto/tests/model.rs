@@ -8,8 +8,9 @@ use ferroce_proto::hsi::{
 };
 use ferroce_proto::model::{DmaFault, FastPath, HostMemory};
 use ferroce_proto::wire::{
-    AckRepr, BthRepr, DataRepr, EthernetAddress, EthernetRepr, FrameRepr, IpRepr, Ipv4Repr,
-    NakReason, Opcode, RethRepr, TransportRepr, fsn_add, ip::ECN_CE, ip::ECN_ECT0, parse_frame,
+    AckRepr, BthRepr, CmKind, CmRepr, DataRepr, EthernetAddress, EthernetRepr, FrameRepr, IpRepr,
+    Ipv4Repr, NakReason, Opcode, RethRepr, TransportRepr, fsn_add, ip::ECN_CE, ip::ECN_ECT0,
+    parse_frame,
 };
 use proptest::prelude::*;
 use std::net::Ipv4Addr;
@@ -74,7 +75,11 @@ fn mapped(ip: Ipv4Addr) -> [u8; 16] {
 
 /// Receiver NIC "B" (10.0.0.2, connection 2) of a connection from "A" (10.0.0.1, connection 1).
 fn nic() -> FastPath {
-    let mut fp = FastPath::new(TableSizes::default());
+    nic_with(TableSizes::default())
+}
+
+fn nic_with(sizes: TableSizes) -> FastPath {
+    let mut fp = FastPath::new(sizes);
     fp.write_reg(regs::MAC_LO, mac(0xb).to_u64() as u32);
     fp.write_reg(regs::MAC_HI, (mac(0xb).to_u64() >> 32) as u32);
     let ok = regs::TABLE_STATUS_OK;
@@ -710,6 +715,7 @@ fn transmit_builds_the_described_frame_and_refuses_bad_descriptors() {
         local_addr: RECV_BASE,
         remote_va: 0xdead_0000,
         rkey: 0x777,
+        port: 0,
     };
     fp.transmit(&desc, &mut mem).unwrap();
     let frame = fp.pop_tx_frame().unwrap();
@@ -781,13 +787,82 @@ fn transmit_builds_the_described_frame_and_refuses_bad_descriptors() {
             },
             TxErrorReason::DmaError,
         ),
+        (TxDescriptor { port: 1, ..desc }, TxErrorReason::BadPort),
     ];
     for (d, reason) in bad {
         assert_eq!(fp.transmit(&d, &mut mem), Err(reason));
         assert!(fp.pop_tx_frame().is_none());
         assert!(matches!(events(&mut fp)[..], [Event::TxError { reason: r, .. }] if r == reason));
     }
-    assert_eq!(fp.counter(Counter::TxBadDescriptor), 6);
+    assert_eq!(fp.counter(Counter::TxBadDescriptor), 7);
+}
+
+#[test]
+fn frames_leave_on_the_port_the_descriptor_or_their_data_names() {
+    let mut fp = nic_with(TableSizes {
+        ports: 4,
+        ..TableSizes::default()
+    });
+    assert_eq!(fp.read_reg(regs::CAP_PORTS), 4);
+    let mut mem = Memory::new();
+    let msg_len = 64 * 8;
+    let at = |i: u32| fsn_add(INITIAL_FSN, i);
+    let pkt = |i: u32| Pkt::write(at(i), 64 * i, msg_len, vec![i as u8; 64]);
+
+    // An ACK requested by a packet leaves on the port that packet came in on.
+    fp.set_time(1_000);
+    let asked = Pkt {
+        ack_req: true,
+        ..pkt(0)
+    };
+    assert!(fp.receive_on(2, &asked.frame(), &mut mem).placed());
+    let f = fp.pop_port_frame().expect("an ACK");
+    assert_eq!(f.port, 2);
+    assert!(fp.pop_port_frame().is_none());
+
+    // A NAK leaves on its packet's port; a timer ACK on the port of the flow's last packet.
+    let far = Pkt::write(at(5000), 0, msg_len, vec![0; 64]);
+    fp.receive_on(3, &far.frame(), &mut mem);
+    assert_eq!(fp.pop_port_frame().map(|f| f.port), Some(3), "the NAK");
+    assert!(fp.receive_on(1, &pkt(1).frame(), &mut mem).placed());
+    assert!(fp.receive_on(3, &pkt(2).frame(), &mut mem).placed());
+    fp.set_time(1_000_000);
+    let f = fp.pop_port_frame().expect("a timer ACK");
+    assert_eq!(f.port, 3);
+    let p = parse_frame(&f.bytes, 4791).unwrap();
+    assert_eq!(p.bth.psn, at(3));
+
+    // A descriptor names its port; the CM event names the port its frame came in on.
+    let cm = CmRepr {
+        kind: CmKind::Request,
+        flags: 0,
+        path_count: 4,
+        src_conn: CONN,
+        dst_conn: 0,
+        initial_fsn: 0,
+        mtu: 4096,
+        tag_count: 1,
+        rate_mbps: 0,
+        tag_modes: 0,
+    };
+    mem.dma_write(RECV_BASE, &cm.to_bytes()).unwrap();
+    let desc = TxDescriptor {
+        opcode: Opcode::Cm as u8,
+        conn: CONN,
+        payload_len: cm.to_bytes().len() as u32,
+        local_addr: RECV_BASE,
+        port: 3,
+        ..TxDescriptor::default()
+    };
+    fp.transmit(&desc, &mut mem).unwrap();
+    let f = fp.pop_port_frame().unwrap();
+    assert_eq!(f.port, 3);
+    fp.receive_on(1, &f.bytes, &mut mem);
+    assert!(matches!(events(&mut fp)[..], [Event::Cm { port: 1, msg, .. }] if msg == cm));
+    assert_eq!(
+        fp.transmit(&TxDescriptor { port: 4, ..desc }, &mut mem),
+        Err(TxErrorReason::BadPort)
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 use crate::rtl::RtlError;
 use crate::rtl::nic::RtlNic;
-use ferroce_driver::{ModelNic, Nic, NicError, SimMemory, SimPort};
+use ferroce_driver::{ModelNic, Nic, NicError, PortFrame, SimMemory, SimPort};
 use ferroce_proto::hsi::TableSizes;
 
 /// Which backend to open.
@@ -113,14 +113,14 @@ impl Nic for AnyNic {
 }
 
 impl SimPort for AnyNic {
-    fn receive_frame(&mut self, frame: &[u8]) {
+    fn receive_frame(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError> {
         match self {
-            AnyNic::Model(n) => n.receive_frame(frame),
-            AnyNic::Rtl(n) => n.receive_frame(frame),
+            AnyNic::Model(n) => n.receive_frame(port, frame),
+            AnyNic::Rtl(n) => n.receive_frame(port, frame),
         }
     }
 
-    fn transmit_frame(&mut self) -> Option<Vec<u8>> {
+    fn transmit_frame(&mut self) -> Option<PortFrame> {
         match self {
             AnyNic::Model(n) => n.transmit_frame(),
             AnyNic::Rtl(n) => n.transmit_frame(),

@@ -12,7 +12,7 @@ use ferroce::{
     AcceptOptions, CmEvent, ConnId, ConnectOptions, ConnectRequest, Context, Cq, DeviceConfig,
     FailReason, Pd, WorkCompletion,
 };
-use ferroce_driver::SimPort;
+use ferroce_driver::{PortFrame, SimPort};
 use ferroce_proto::wire::EthernetAddress;
 use std::net::IpAddr;
 
@@ -195,7 +195,7 @@ pub fn step(
     a.handle_cm()?;
     b.handle_cm()?;
     for (side, node) in [(Side::A, &mut *a), (Side::B, &mut *b)] {
-        while let Some(frame) = node.ctx.nic_mut().transmit_frame() {
+        while let Some(PortFrame { bytes: frame, .. }) = node.ctx.nic_mut().transmit_frame() {
             send(link, now, side, frame);
         }
     }
@@ -205,7 +205,11 @@ pub fn step(
             Side::A => &mut *a,
             Side::B => &mut *b,
         };
-        node.ctx.nic_mut().receive_frame(&frame);
+        // A pair has one link: everything on port 0.
+        node.ctx
+            .nic_mut()
+            .receive_frame(0, &frame)
+            .map_err(ferroce::Error::Nic)?;
         delivered = true;
     }
     let mut completions = 0;

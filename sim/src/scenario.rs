@@ -7,7 +7,7 @@ use crate::link::{Fate, Link, LinkConfig, LinkStats, Side};
 use crate::rng::Rng;
 use crate::sender::{Message, ScriptedSender, SendCompletion, SenderConfig, SenderStats};
 use crate::setup::{ConnectionSetup, MemorySetup, NicSetup, RecvSetup, RegionSetup, ip16};
-use ferroce_driver::{Device, DeviceError, Nic, SimPort};
+use ferroce_driver::{Device, DeviceError, Nic, PortFrame, SimPort};
 use ferroce_proto::hsi::{
     ConnectionEntry, Counter, Event, RegionEntry, TableSizes, TxDescriptor,
     event::CompletionStatus, tables::ACCESS_REMOTE_WRITE,
@@ -482,7 +482,7 @@ pub fn run(cfg: &ScenarioConfig) -> Result<ScenarioReport, ScenarioError> {
         }
         for (side, node) in [(Side::A, &mut a), (Side::B, &mut b)] {
             node.dev.nic().poll(now);
-            while let Some(frame) = node.dev.nic().transmit_frame() {
+            while let Some(PortFrame { bytes: frame, .. }) = node.dev.nic().transmit_frame() {
                 let summary = describe(&frame);
                 let resend = match parse_frame(&frame, ROCEV2_UDP_PORT) {
                     Ok(f) => match f.transport {
@@ -504,7 +504,10 @@ pub fn run(cfg: &ScenarioConfig) -> Result<ScenarioReport, ScenarioError> {
         }
         while let Some((_, side, frame)) = link.deliver(now) {
             let node = if side == Side::A { &mut a } else { &mut b };
-            node.dev.nic().receive_frame(&frame);
+            node.dev
+                .nic()
+                .receive_frame(0, &frame)
+                .map_err(|e| ScenarioError::Device(e.into()))?;
         }
         events.clear();
         b.dev.poll_events(&mut events)?;

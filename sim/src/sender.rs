@@ -241,6 +241,8 @@ impl ScriptedSender {
                 local_addr: m.local_addr + offset as u64,
                 remote_va: m.remote_va + offset as u64,
                 rkey: m.rkey,
+                // The scripted sender runs over a one-link pair.
+                port: 0,
             };
             f.in_flight.insert(
                 seq,

@@ -181,7 +181,7 @@ fn record() -> Option<Vectors> {
     bad[60] ^= 0x10;
     frames.push(bad);
     for f in &frames {
-        dev.nic().receive_frame(f);
+        dev.nic().receive_frame(0, f).unwrap();
         while dev.nic().transmit_frame().is_some() {}
     }
     // ACK timers fire.

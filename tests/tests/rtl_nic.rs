@@ -17,7 +17,7 @@
 //! (any count with `FERROCE_RTL_FRAMES=N`; 460,000 steps are about 1,000,000 frames);
 //! run the long mode in release: `cargo test --release -p ferroce-tests --test rtl_nic`.
 
-use ferroce_driver::{ModelNic, Nic, SimPort};
+use ferroce_driver::{ModelNic, Nic, PortFrame, SimPort};
 use ferroce_proto::hsi::{
     ConnectionEntry, Counter, FlowInit, RecvBuffer, RegionEntry, TX_DESCRIPTOR_LEN, TableId,
     TxDescriptor, regs,
@@ -483,7 +483,7 @@ fn counters<N: Nic>(n: &mut N) -> Vec<(Counter, u64)> {
         .collect()
 }
 
-fn drain<N: SimPort>(n: &mut N) -> Vec<Vec<u8>> {
+fn drain<N: SimPort>(n: &mut N) -> Vec<PortFrame> {
     std::iter::from_fn(|| n.transmit_frame()).collect()
 }
 
@@ -537,6 +537,7 @@ fn descriptor(r: &mut Rng, lay: &Layout) -> TxDescriptor {
         local_addr,
         remote_va: r.next_u64(),
         rkey: r.next_u32(),
+        port: 0,
     }
 }
 
@@ -600,7 +601,7 @@ fn rtl_nic_matches_the_model() {
                 .collect();
             rtl.receive_burst(&burst);
             for f in &burst {
-                model.receive_frame(f);
+                model.receive_frame(0, f).unwrap();
             }
             burst_frames += burst.len();
             let (a, b) = (drain(&mut rtl), drain(&mut model));
@@ -621,8 +622,8 @@ fn rtl_nic_matches_the_model() {
             totals.1 += ea.len();
         } else {
             let f = traffic.frame(&lay);
-            rtl.receive_frame(&f);
-            model.receive_frame(&f);
+            rtl.receive_frame(0, &f).unwrap();
+            model.receive_frame(0, &f).unwrap();
             let (a, b) = (drain(&mut rtl), drain(&mut model));
             assert_eq!(a, b, "step {step}: frames sent after receiving {f:02x?}");
             totals.0 += a.len();

@@ -212,6 +212,7 @@ fn descriptor(rng: &mut Rng, conns: &[ConnectionEntry]) -> TxDescriptor {
         local_addr: payload_addr(rng, plen),
         remote_va: rng.next_u64(),
         rkey: rng.next_u32(),
+        port: 0,
     };
     let cm = |rng: &mut Rng, d: &mut TxDescriptor, good: bool| {
         d.opcode = Opcode::Cm as u8;

@@ -122,6 +122,8 @@ pub struct PathStats {
     pub flow: u16,
     /// Current entropy (UDP source port).
     pub entropy: u16,
+    /// NIC port (plane) it sends on.
+    pub port: u8,
     /// Smoothed RTT (ns).
     pub srtt_ns: u64,
     /// Congestion window (bytes).
@@ -230,13 +232,16 @@ impl Connection {
         if entropies.is_empty() {
             entropies.push(49152);
         }
+        let planes = params.planes.max(1);
         let flows: Vec<Flow> = (0..nflows)
             .map(|i| {
-                Flow::new(
+                let mut f = Flow::new(
                     params.tx_initial_fsn,
                     entropies[i % entropies.len()],
                     cfg.initial_rtt_ns,
-                )
+                );
+                f.port = (i % planes as usize) as u8;
+                f
             })
             .collect();
         let cc = cfg.congestion.build(
@@ -258,6 +263,7 @@ impl Connection {
             .collect();
         let params = ConnectionParams {
             entropies,
+            planes,
             mtu: params.mtu.max(1),
             ..params
         };
@@ -319,6 +325,7 @@ impl Connection {
             .map(|(i, f)| PathStats {
                 flow: i as u16,
                 entropy: f.entropy,
+                port: f.port,
                 srtt_ns: f.srtt,
                 window: self.cc.window(i),
                 pacing_rate: self.cc.pacing_rate(i),
@@ -1162,6 +1169,7 @@ impl Connection {
             local_addr: m.wr.local_addr.wrapping_add(offset as u64),
             remote_va,
             rkey,
+            port: f.port,
         }
     }
 
@@ -1622,8 +1630,10 @@ impl Connection {
                     let e = self.params.entropies[self.next_entropy % n];
                     self.next_entropy = self.next_entropy.wrapping_add(1);
                     if !self.flows.iter().any(|g| g.entropy == e) {
+                        let port = self.next_port(fi);
                         let f = &mut self.flows[fi];
                         f.entropy = e;
+                        f.port = port;
                         f.epoch += 1;
                         f.backoff = 0;
                         self.stats.entropy_changes += 1;
@@ -1655,6 +1665,32 @@ impl Connection {
         if self.pkts_outstanding > 0 && now >= self.last_heard + self.cfg.connection_timeout_ns {
             self.fail(FailReason::AllPathsDead);
         }
+    }
+}
+
+impl Connection {
+    /// The port flow `fi` moves to with its new entropy: another plane than its own, the one
+    /// with the fewest of this connection's dead flows and then the fewest flows, the first
+    /// such after its own in port order. A flow that timed out there leaves a failed plane, and
+    /// the flows leaving it spread over the survivors instead of doubling up on one.
+    fn next_port(&self, fi: usize) -> u8 {
+        let planes = self.params.planes.max(1);
+        let own = self.flows[fi].port;
+        if planes == 1 {
+            return own;
+        }
+        (1..planes)
+            .map(|k| (own + k) % planes)
+            .min_by_key(|&p| {
+                let on = self
+                    .flows
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, g)| j != fi && g.port == p);
+                let dead = on.clone().filter(|(_, g)| g.dead).count();
+                (dead, on.count())
+            })
+            .unwrap_or(own)
     }
 }
 

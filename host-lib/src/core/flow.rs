@@ -94,6 +94,8 @@ pub(crate) struct Flow {
     pub retx: VecDeque<u64>,
     /// Current entropy (UDP source port).
     pub entropy: u16,
+    /// NIC port (plane) the flow sends on; it changes with the entropy.
+    pub port: u8,
     /// Bumped at every entropy change.
     pub epoch: u32,
     next_stamp: u64,
@@ -163,6 +165,7 @@ impl Flow {
             ring: VecDeque::with_capacity(SACK_BITS + 1),
             retx: VecDeque::new(),
             entropy,
+            port: 0,
             epoch: 0,
             next_stamp: 1,
             hi_stamp: 0,

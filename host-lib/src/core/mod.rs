@@ -188,6 +188,9 @@ pub struct ConnectionParams {
     pub recv_depth: u32,
     /// Entropies (UDP source ports) flows start on and move to; at least `flows` of them.
     pub entropies: Vec<u16>,
+    /// NIC ports (planes) the flows spread over: flow `i` starts on port `i % planes`. 1 to
+    /// the NIC's port count (the API layer checks it).
+    pub planes: u8,
 }
 
 /// Where a posted work request's data lives, already translated to DMA addresses.

@@ -17,6 +17,7 @@ fn params(flows: u16, modes: &[TagMode]) -> ConnectionParams {
         msg_slots: 8,
         recv_depth: 16,
         entropies: (100..164).collect(),
+        planes: 1,
     }
 }
 
@@ -906,4 +907,58 @@ fn a_repeated_reply_lowers_the_hint_until_an_ack_carries_one() {
     // A late repeat (a CM retry) no longer overrides the ACKs' hints.
     c.apply_rate_hint(31_000, 5_000);
     assert_eq!(c.stats().rate_hint_mbps, 20_000);
+}
+
+#[test]
+fn flows_spread_over_planes_and_leave_a_failed_plane_for_the_emptiest_other() {
+    let cfg = TransportConfig {
+        same_entropy_retries: 1,
+        dead_after_timeouts: 100,
+        connection_timeout_ns: u64::MAX / 4,
+        tail_probe_few: false,
+        pacing_burst_packets: 1000,
+        ..TransportConfig::default()
+    };
+    let p = ConnectionParams {
+        planes: 4,
+        ..params(8, &[TagMode::Ordered])
+    };
+    let mut c = Connection::new(p, cfg, 0);
+    c.set_ready(0);
+    let ports: Vec<u8> = c.paths().iter().map(|p| p.port).collect();
+    assert_eq!(
+        ports,
+        vec![0, 1, 2, 3, 0, 1, 2, 3],
+        "flow i on port i % planes"
+    );
+    c.post(write(1, 0, 8 * MTU)).unwrap();
+    let d = send_all(&mut c, 0);
+    assert_eq!(d.len(), 8);
+    for x in &d {
+        assert_eq!(
+            x.port, ports[x.flow as usize],
+            "descriptors carry the flow's port"
+        );
+    }
+    // Plane 2 fails: flows 2 and 6 go silent; the others are acknowledged.
+    for x in d.iter().filter(|x| x.port != 2) {
+        c.handle_event(10_000, &ack(x.flow, fsn_add(x.fsn, 1), &[], 0));
+    }
+    let mut moved = std::collections::BTreeMap::new();
+    while moved.len() < 2 {
+        let now = c.poll_timeout().unwrap();
+        c.handle_timeout(now);
+        for r in send_all(&mut c, now) {
+            assert!(r.flow == 2 || r.flow == 6, "{r:?}");
+            if r.port != 2 {
+                moved.insert(r.flow, r.port);
+            }
+        }
+    }
+    // Each leaves plane 2 for another plane; the second does not join the first, as every
+    // other plane still has its two flows otherwise.
+    let (a, b) = (moved[&2], moved[&6]);
+    assert!(a != 2 && b != 2 && a != b, "{moved:?}");
+    let after: Vec<u8> = c.paths().iter().map(|p| p.port).collect();
+    assert!(!after.contains(&2), "{after:?}");
 }

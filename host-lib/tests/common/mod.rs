@@ -17,6 +17,7 @@ pub fn connection(i: usize, cfg: TransportConfig) -> Connection {
         msg_slots: 8,
         recv_depth: 16,
         entropies: (0..64).map(|e| 1000 + e).collect(),
+        planes: 1,
     };
     let mut c = Connection::new(p, cfg, 0);
     c.set_ready(0);

@@ -22,7 +22,8 @@
 //! | 40–47 | payload DMA address |
 //! | 48–55 | remote VA of this packet's first byte (Writes) |
 //! | 56–59 | rkey (Writes) |
-//! | 60–63 | reserved, zero |
+//! | 60 | NIC port (plane) the frame leaves on: MAC stream `tdest` |
+//! | 61–63 | reserved, zero |
 
 use super::{TX_DESCRIPTOR_LEN, get_u16, get_u32, get_u64, put_u16, put_u32, put_u64};
 use crate::wire::Opcode;
@@ -68,6 +69,9 @@ pub struct TxDescriptor {
     pub remote_va: u64,
     /// Remote key (Writes only).
     pub rkey: u32,
+    /// NIC port (plane) to send on; at or beyond the NIC's port count the descriptor is
+    /// refused ([`super::event::TxErrorReason::BadPort`]).
+    pub port: u8,
 }
 
 impl TxDescriptor {
@@ -90,6 +94,7 @@ impl TxDescriptor {
         put_u64(&mut b, 40, self.local_addr);
         put_u64(&mut b, 48, self.remote_va);
         put_u32(&mut b, 56, self.rkey);
+        b[60] = self.port;
         b
     }
 
@@ -112,6 +117,7 @@ impl TxDescriptor {
             local_addr: get_u64(b, 40),
             remote_va: get_u64(b, 48),
             rkey: get_u32(b, 56),
+            port: b[60],
         }
     }
 
@@ -144,10 +150,12 @@ mod tests {
             local_addr: 0x1000_2000,
             remote_va: 0x7f00_0000_1000,
             rkey: 0x0305,
+            port: 2,
         };
         let b = d.to_bytes();
         assert_eq!(b[0], 0xC3);
         assert_eq!(&b[8..12], &[0xef, 0xcd, 0xab, 0]);
+        assert_eq!(b[60], 2);
         assert_eq!(TxDescriptor::from_bytes(&b), d);
     }
 }

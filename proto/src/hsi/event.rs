@@ -6,12 +6,15 @@
 //! | 1 completion | 1 status, 2 opcode, 3 flags (bit 0 imm valid), 4–7 conn, 8–9 Tag, 12–15 MSN, 16–19 SSN, 20–23 message length, 24–27 imm |
 //! | 2 ACK | 1 flags (bit 0 ECN-echo), 2–3 flow, 4–7 conn, 8–11 cumulative FSN, 12–13 CE count, 14–15 refused (terminal refusals on the flow, wrapping), 16–19 rate hint (Mb/s), 20–23 timestamp echo, 32–63 SACK bitmap |
 //! | 3 NAK | 1 reason, 2–3 flow, 4–7 conn, 8–11 FSN, 12–13 Tag, 16–19 MSN, 20–23 offset |
-//! | 4 CM | 1 flags (bit 0 IPv6), 2–3 UDP source port, 4–7 BTH destination connection, 8–13 source MAC, 14–15 VLAN TCI (bit 16 of flags word: tagged = byte 1 bit 1), 16–31 source IP (IPv4-mapped for IPv4), 32–63 the CM message |
+//! | 4 CM | 1 flags (bit 0 IPv6, bit 1 VLAN-tagged, bits 4–6 ingress port), 2–3 UDP source port, 4–7 BTH destination connection, 8–13 source MAC, 14–15 VLAN TCI, 16–31 source IP (IPv4-mapped for IPv4), 32–63 the CM message |
 //! | 5 TX error | 1 reason, 2–3 flow, 4–7 conn, 8–11 FSN, 12 opcode |
 
 use super::{EVENT_LEN, get_u16, get_u32, put_u16, put_u32};
 use crate::wire::{CmRepr, EthernetAddress, NakReason, Opcode, SACK_BITS, transport::CM_LEN};
 use serde::{Deserialize, Serialize};
+
+/// The bits of a port number in an event.
+const PORT_MASK: u8 = (super::regs::MAX_PORTS - 1) as u8;
 
 /// Outcome of a received message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -52,6 +55,8 @@ pub enum TxErrorReason {
     BadLength = 4,
     /// The payload DMA read failed.
     DmaError = 5,
+    /// The port is at or beyond the NIC's port count.
+    BadPort = 6,
 }
 
 impl TxErrorReason {
@@ -62,6 +67,7 @@ impl TxErrorReason {
             3 => Self::BadFlow,
             4 => Self::BadLength,
             5 => Self::DmaError,
+            6 => Self::BadPort,
             _ => return None,
         })
     }
@@ -142,6 +148,8 @@ pub enum Event {
         vlan_tci: Option<u16>,
         /// Sender's UDP source port.
         src_port: u16,
+        /// NIC port (plane) it came in on.
+        port: u8,
         /// The CM message.
         msg: CmRepr,
     },
@@ -251,10 +259,11 @@ impl Event {
                 src_mac,
                 vlan_tci,
                 src_port,
+                port,
                 msg,
             } => {
                 b[0] = kind::CM;
-                b[1] = ipv6 as u8 | (vlan_tci.is_some() as u8) << 1;
+                b[1] = ipv6 as u8 | (vlan_tci.is_some() as u8) << 1 | (port & PORT_MASK) << 4;
                 put_u16(&mut b, 2, src_port);
                 put_u32(&mut b, 4, dest_conn);
                 b[8..14].copy_from_slice(&src_mac.0);
@@ -317,6 +326,7 @@ impl Event {
                 ipv6: b[1] & 1 != 0,
                 vlan_tci: (b[1] & 2 != 0).then(|| get_u16(b, 14)),
                 src_port: get_u16(b, 2),
+                port: (b[1] >> 4) & PORT_MASK,
                 dest_conn: get_u32(b, 4),
                 src_mac: EthernetAddress(b[8..14].try_into().map_err(|_| BadEvent)?),
                 src_ip: b[16..32].try_into().map_err(|_| BadEvent)?,
@@ -382,6 +392,7 @@ mod tests {
                 src_mac: EthernetAddress([2, 0, 0, 0, 0, 9]),
                 vlan_tci: Some(100),
                 src_port: 50000,
+                port: 5,
                 msg: CmRepr {
                     kind: CmKind::Request,
                     flags: 0,

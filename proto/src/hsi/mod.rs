@@ -22,8 +22,8 @@ pub use descriptor::TxDescriptor;
 pub use event::{CompletionStatus, Event};
 pub use tables::{ConnectionEntry, FlowInit, RateHint, RecvBuffer, RegionEntry, TableId};
 
-/// Sizes of the NIC's tables. The RTL takes them as parameters; the model and the driver read
-/// them from the capability registers.
+/// Sizes of the NIC's tables, and its port count. The RTL takes them as parameters; the model
+/// and the driver read them from the capability registers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TableSizes {
     /// Connection table entries (connection ids `0..connections`).
@@ -40,6 +40,8 @@ pub struct TableSizes {
     pub msg_slots: u32,
     /// Posted receive buffers per Tag context. A power of two.
     pub recv_depth: u32,
+    /// MAC ports, one per plane (1 to [`regs::MAX_PORTS`]).
+    pub ports: u32,
 }
 
 impl Default for TableSizes {
@@ -51,6 +53,7 @@ impl Default for TableSizes {
             tags: 256,
             msg_slots: 8,
             recv_depth: 16,
+            ports: 1,
         }
     }
 }

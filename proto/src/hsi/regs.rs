@@ -8,7 +8,7 @@ pub const ID_VALUE: u32 = 0x4652_4345;
 /// Interface version: major in bits 31–16, minor in 15–0.
 pub const VERSION: u32 = 0x0004;
 /// The version this crate describes.
-pub const VERSION_VALUE: u32 = 0x0001_0000;
+pub const VERSION_VALUE: u32 = 0x0001_0001;
 /// Control: [`CONTROL_RX_ENABLE`], [`CONTROL_TX_ENABLE`].
 pub const CONTROL: u32 = 0x0008;
 /// Control bit: accept received frames.
@@ -45,6 +45,12 @@ pub const CAP_TAGS: u32 = 0x003C;
 pub const CAP_MSG_SLOTS: u32 = 0x0040;
 /// Capability: receive buffers per Tag context (read-only).
 pub const CAP_RECV_DEPTH: u32 = 0x0044;
+/// Capability: MAC ports, one per plane (read-only; 1 to [`MAX_PORTS`]).
+pub const CAP_PORTS: u32 = 0x0048;
+/// Width of the port number on the MAC streams (`tid` in, `tdest` out).
+pub const PORT_BITS: u32 = 3;
+/// Most MAC ports a NIC can have.
+pub const MAX_PORTS: u32 = 1 << PORT_BITS;
 
 /// TX descriptor ring base DMA address, low word (64-byte aligned).
 pub const TXQ_BASE_LO: u32 = 0x0100;

@@ -33,6 +33,16 @@ use std::collections::{BinaryHeap, VecDeque};
 pub use rx::{Verdict, parse_counter};
 pub use tx::TTL as TX_TTL;
 
+/// A frame on one of the NIC's MAC ports (planes): the port is `tdest` on the transmit stream
+/// and `tid` on the receive stream.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PortFrame {
+    /// The NIC port.
+    pub port: u8,
+    /// The frame, from the destination MAC to the ICRC (no Ethernet FCS).
+    pub bytes: Vec<u8>,
+}
+
 /// A DMA access the host memory refused (the IOMMU would fault it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DmaFault;
@@ -115,7 +125,7 @@ pub struct FastPath {
     /// flow is armed earlier, set to the earliest armed deadline after each sweep, never raised
     /// by an ACK: a lower bound of every armed deadline, exact after a sweep.
     sweep_due: u64,
-    tx_frames: VecDeque<Vec<u8>>,
+    tx_frames: VecDeque<PortFrame>,
     events: VecDeque<Event>,
 }
 
@@ -201,8 +211,8 @@ impl FastPath {
 
     /// Sends the ACK of every flow whose ACK timer has expired at the current time: a flow
     /// holding consumed, unacknowledged packets, the oldest of which arrived at least
-    /// `ACK_DELAY_NS` ago. The ACK carries the flow's current state, leaves on the entropy of
-    /// the flow's last data packet and echoes that packet's timestamp. Costs one heap operation
+    /// `ACK_DELAY_NS` ago. The ACK carries the flow's current state, leaves on the entropy and
+    /// port of the flow's last data packet and echoes that packet's timestamp. Costs one heap operation
     /// per expired timer; flows without pending packets cost nothing. [`Self::set_time`] calls
     /// it, so a driver that advances time drives the timers.
     pub fn poll_ack_timers(&mut self) {
@@ -236,7 +246,14 @@ impl FastPath {
                 self.set_ack_due(idx, None);
                 continue;
             }
-            self.send_ack(conn_id, idx, flow, st.last_entropy, st.last_ts);
+            self.send_ack(
+                conn_id,
+                idx,
+                flow,
+                st.last_port,
+                st.last_entropy,
+                st.last_ts,
+            );
         }
         if sweep {
             self.sweep_due = self.earliest_armed_due().unwrap_or(u64::MAX);
@@ -280,17 +297,23 @@ impl FastPath {
         *v = v.wrapping_add(n);
     }
 
-    pub(crate) fn emit_frame(&mut self, frame: Vec<u8>) {
-        self.tx_frames.push_back(frame);
+    pub(crate) fn emit_frame(&mut self, port: u8, bytes: Vec<u8>) {
+        self.tx_frames.push_back(PortFrame { port, bytes });
     }
 
     pub(crate) fn emit_event(&mut self, e: Event) {
         self.events.push_back(e);
     }
 
-    /// Takes the next frame the NIC sends toward the MAC.
-    pub fn pop_tx_frame(&mut self) -> Option<Vec<u8>> {
+    /// Takes the next frame the NIC sends toward the MAC, with its port.
+    pub fn pop_port_frame(&mut self) -> Option<PortFrame> {
         self.tx_frames.pop_front()
+    }
+
+    /// Takes the next frame the NIC sends toward the MAC, dropping its port: for a one-port
+    /// NIC.
+    pub fn pop_tx_frame(&mut self) -> Option<Vec<u8>> {
+        self.pop_port_frame().map(|f| f.bytes)
     }
 
     /// Takes the next event not yet written to an event ring.
@@ -364,6 +387,7 @@ impl FastPath {
             regs::CAP_TAGS => self.sizes.tags,
             regs::CAP_MSG_SLOTS => self.sizes.msg_slots,
             regs::CAP_RECV_DEPTH => self.sizes.recv_depth,
+            regs::CAP_PORTS => self.sizes.ports,
             regs::TXQ_BASE_LO => r.txq_base as u32,
             regs::TXQ_BASE_HI => (r.txq_base >> 32) as u32,
             regs::TXQ_LOG_SIZE => r.txq_log_size,

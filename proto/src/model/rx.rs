@@ -40,11 +40,19 @@ enum Refusal {
 }
 
 impl FastPath {
-    /// Runs one received frame through the fast path. Host memory is written only for an
-    /// accepted data packet, only inside its region or posted buffer.
+    /// Runs one frame received on port 0 through the fast path: [`Self::receive_on`].
     pub fn receive(&mut self, frame: &[u8], mem: &mut dyn HostMemory) -> Verdict {
+        self.receive_on(0, frame, mem)
+    }
+
+    /// Runs one frame received on a NIC port through the fast path. Host memory is written
+    /// only for an accepted data packet, only inside its region or posted buffer. ACKs and
+    /// NAKs leave on the port their data came in on. Only the low [`regs::PORT_BITS`] bits of
+    /// `port` count, as on the hardware's `tid`.
+    pub fn receive_on(&mut self, port: u8, frame: &[u8], mem: &mut dyn HostMemory) -> Verdict {
         self.count(Counter::RxFrames);
-        let verdict = self.receive_inner(frame, mem);
+        let port = port & (regs::MAX_PORTS - 1) as u8;
+        let verdict = self.receive_inner(port, frame, mem);
         if verdict != Counter::RxPlacedPackets {
             // Placed packets already counted themselves (with their bytes).
             self.count(verdict);
@@ -52,7 +60,7 @@ impl FastPath {
         Verdict(verdict)
     }
 
-    fn receive_inner(&mut self, frame: &[u8], mem: &mut dyn HostMemory) -> Counter {
+    fn receive_inner(&mut self, port: u8, frame: &[u8], mem: &mut dyn HostMemory) -> Counter {
         if self.regs.control & regs::CONTROL_RX_ENABLE == 0 {
             return Counter::RxDisabled;
         }
@@ -69,6 +77,7 @@ impl FastPath {
                 src_mac: f.eth.src,
                 vlan_tci: f.eth.vlan_tci,
                 src_port: f.udp.src_port,
+                port,
                 msg,
             });
             return Counter::RxCm;
@@ -122,13 +131,14 @@ impl FastPath {
                 });
                 Counter::RxNaks
             }
-            TransportRepr::Data(d) => self.receive_data(conn_id, &f, &d, mem),
+            TransportRepr::Data(d) => self.receive_data(port, conn_id, &f, &d, mem),
             TransportRepr::Cm(_) => Counter::RxCm, // handled above
         }
     }
 
     fn receive_data(
         &mut self,
+        port: u8,
         conn_id: u32,
         f: &Frame<'_>,
         d: &DataRepr,
@@ -143,10 +153,11 @@ impl FastPath {
             return Counter::RxBadFlow;
         }
         {
-            // A timer ACK goes out on the entropy of the flow's last data packet, echoing its
-            // timestamp.
+            // A timer ACK goes out on the entropy and port of the flow's last data packet,
+            // echoing its timestamp.
             let fl = &mut self.flows[flow_idx];
             fl.last_entropy = f.udp.src_port;
+            fl.last_port = port;
             fl.last_ts = d.timestamp;
         }
         let ce = f.ip.ecn() == ECN_CE;
@@ -159,11 +170,11 @@ impl FastPath {
         let (distance, opens_gap) = match self.flows[flow_idx].classify(fsn) {
             SackClass::Duplicate => {
                 // The sender may have lost our ACK: tell it again at once.
-                self.send_ack(conn_id, flow_idx, d.flow, f.udp.src_port, d.timestamp);
+                self.send_ack(conn_id, flow_idx, d.flow, port, f.udp.src_port, d.timestamp);
                 return Counter::RxDuplicate;
             }
             SackClass::OutOfWindow => {
-                self.send_nak(conn_id, d, fsn, NakReason::OutOfWindow, f);
+                self.send_nak(conn_id, d, fsn, NakReason::OutOfWindow, f, port);
                 return Counter::RxOutOfWindow;
             }
             SackClass::New {
@@ -175,7 +186,7 @@ impl FastPath {
         let outcome = self.check_placement(&conn, f, d);
         let verdict = match outcome {
             Err(Refusal::RetryLater(c)) => {
-                self.send_nak(conn_id, d, fsn, NakReason::ReceiverNotReady, f);
+                self.send_nak(conn_id, d, fsn, NakReason::ReceiverNotReady, f, port);
                 return c;
             }
             Err(Refusal::Terminal(c, reason, status)) => {
@@ -183,7 +194,7 @@ impl FastPath {
                 // of it even if this NAK is lost.
                 let fl = &mut self.flows[flow_idx];
                 fl.refused = fl.refused.wrapping_add(1);
-                self.send_nak(conn_id, d, fsn, reason, f);
+                self.send_nak(conn_id, d, fsn, reason, f, port);
                 if let Some(status) = status {
                     self.account(conn_id, d, f.payload.len() as u64, Some(status));
                 }
@@ -215,7 +226,7 @@ impl FastPath {
         fl.unacked = fl.unacked.saturating_add(1);
         let coalesce_due = fl.unacked as u32 >= self.regs.ack_coalesce;
         if f.bth.ack_req || ce || opens_gap || coalesce_due {
-            self.send_ack(conn_id, flow_idx, d.flow, f.udp.src_port, d.timestamp);
+            self.send_ack(conn_id, flow_idx, d.flow, port, f.udp.src_port, d.timestamp);
         } else if fl.unacked == 1 {
             // The oldest packet the next ACK will cover: start the ACK timer.
             self.arm_ack_timer(conn_id, flow_idx, d.flow);

@@ -34,6 +34,8 @@ pub struct FlowRxState {
     pub refused: u16,
     /// UDP source port (entropy) of the flow's last data packet: where a timer ACK goes.
     pub last_entropy: u16,
+    /// NIC port the flow's last data packet came in on: where a timer ACK leaves.
+    pub last_port: u8,
     /// Timestamp of the flow's last data packet: the timer ACK's `ts_echo`.
     pub last_ts: u32,
     /// When the ACK timer expires (the oldest unacknowledged consumed packet arrived

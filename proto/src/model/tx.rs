@@ -103,6 +103,9 @@ impl FastPath {
             .copied()
             .filter(|c| c.valid)
             .ok_or(TxErrorReason::UnknownConnection)?;
+        if u32::from(desc.port) >= self.sizes().ports {
+            return Err(TxErrorReason::BadPort);
+        }
         let payload_len = desc.payload_len;
         let transport = if opcode == Opcode::Cm {
             if payload_len as usize != CM_LEN {
@@ -153,18 +156,20 @@ impl FastPath {
         let frame = self.build(&conn, desc.entropy, bth, transport, &payload);
         self.count(Counter::TxPackets);
         self.add(Counter::TxBytes, payload.len() as u64);
-        self.emit_frame(frame);
+        self.emit_frame(desc.port, frame);
         Ok(())
     }
 
     /// Sends the flow's current SACK state to the peer and clears its pending-ACK state (and
-    /// its ACK timer). The ACK leaves on `entropy` (UDP source port) and echoes `ts_echo`: those
-    /// of the packet that triggered it, or of the flow's last data packet for a timer ACK.
+    /// its ACK timer). The ACK leaves on NIC port `port` with `entropy` (UDP source port) and
+    /// echoes `ts_echo`: those of the packet that triggered it, or of the flow's last data
+    /// packet for a timer ACK.
     pub(crate) fn send_ack(
         &mut self,
         conn_id: u32,
         flow_idx: usize,
         flow: u16,
+        port: u8,
         entropy: u16,
         ts_echo: u32,
     ) {
@@ -192,10 +197,10 @@ impl FastPath {
         fl.unacked = 0;
         fl.ce_count = 0;
         self.count(Counter::TxAcks);
-        self.emit_frame(frame);
+        self.emit_frame(port, frame);
     }
 
-    /// Refuses one data packet to its sender.
+    /// Refuses one data packet to its sender, on the port and entropy it came in on.
     pub(crate) fn send_nak(
         &mut self,
         conn_id: u32,
@@ -203,6 +208,7 @@ impl FastPath {
         fsn: u32,
         reason: NakReason,
         trigger: &Frame<'_>,
+        port: u8,
     ) {
         let conn = self.conns[conn_id as usize];
         let nak = NakRepr {
@@ -227,6 +233,6 @@ impl FastPath {
             &[],
         );
         self.count(Counter::TxNaks);
-        self.emit_frame(frame);
+        self.emit_frame(port, frame);
     }
 }

@@ -18,7 +18,7 @@ use ferroce::{
     MemoryRegion, PathOptions, Pd, TransportConfig, WcOpcode, WcStatus, WorkCompletion,
     WriteRequest,
 };
-use ferroce_driver::{Nic, SimPort};
+use ferroce_driver::{Nic, PortFrame, SimPort};
 use ferroce_proto::hsi::{Counter, TableSizes, regs};
 use ferroce_proto::wire::EthernetAddress;
 use std::collections::HashMap;
@@ -444,7 +444,7 @@ impl FerroceHost {
     }
 
     fn drain(&mut self, out: &mut Outbox) {
-        while let Some(frame) = self.ctx.nic_mut().transmit_frame() {
+        while let Some(PortFrame { bytes: frame, .. }) = self.ctx.nic_mut().transmit_frame() {
             let Some(info) = frame_info(&frame) else {
                 continue;
             };
@@ -479,7 +479,8 @@ impl Endpoint for FerroceHost {
         if let Body::Frame(f) = &pkt.body {
             let nic = self.ctx.nic_mut();
             nic.poll(now / PS_PER_NS);
-            nic.receive_frame(f);
+            // Not yet ported: the NIC has one port and the plane comes from the entropy.
+            let _ = nic.receive_frame(0, f);
             if !pkt.control {
                 // New payload the NIC placed (not a duplicate, not refused): goodput.
                 let off = regs::counter_offset(Counter::RxPlacedBytes);

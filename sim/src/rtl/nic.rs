@@ -13,7 +13,7 @@
 //! returns the cycle's outputs, as a synchronous receiver samples them at the clock edge.
 
 use super::{CycleIo, Rtl, RtlError, Slot};
-use ferroce_driver::{Nic, NicError, SimMemory, SimPort};
+use ferroce_driver::{Nic, NicError, PortFrame, SimMemory, SimPort, check_port};
 use ferroce_proto::hsi::{TableSizes, regs};
 use ferroce_proto::model::HostMemory;
 use std::collections::VecDeque;
@@ -299,6 +299,8 @@ impl RtlNic {
             tags: self.read_reg(regs::CAP_TAGS),
             msg_slots: self.read_reg(regs::CAP_MSG_SLOTS),
             recv_depth: self.read_reg(regs::CAP_RECV_DEPTH),
+            // Not yet ported: one MAC port until the RTL has `tid`/`tdest`.
+            ports: 1,
         }
     }
 
@@ -588,20 +590,25 @@ impl Nic for RtlNic {
 }
 
 impl SimPort for RtlNic {
-    fn receive_frame(&mut self, frame: &[u8]) {
+    fn receive_frame(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError> {
+        // Not yet ported: the RTL has one MAC port until its streams carry `tid`/`tdest`.
+        check_port(port, 1)?;
         if frame.is_empty() {
             // A MAC never delivers an empty frame; the closest it comes is one beat with no
             // byte enabled, which the parser counts as truncated, as the model does.
             self.rx.push_back((0, 0, true));
             self.settle();
-            return;
+            return Ok(());
         }
         self.queue_frame(frame);
         self.settle();
+        Ok(())
     }
 
-    fn transmit_frame(&mut self) -> Option<Vec<u8>> {
+    fn transmit_frame(&mut self) -> Option<PortFrame> {
         self.settle();
-        self.tx_done.pop_front()
+        self.tx_done
+            .pop_front()
+            .map(|bytes| PortFrame { port: 0, bytes })
     }
 }
