@@ -102,6 +102,14 @@ pub struct ExperimentArgs {
     /// phase, one packet each back to back) and its first window may burst.
     #[arg(long)]
     pub no_flow_turns: bool,
+    /// ferroce: with several planes, a connection's flows on one NIC port are not paced
+    /// together at the port's rate.
+    #[arg(long)]
+    pub no_port_pacing: bool,
+    /// ferroce: silent-path detection threshold in smoothed RTTs (0 = off): a flow that
+    /// heard nothing while its siblings' later packets were delivered is handled as timed out.
+    #[arg(long, default_value_t = 1.0)]
+    pub silent_path_rtts: f64,
     /// ferroce: an acceptor's CM reply hints the share among the senders it has accepted
     /// only, not counting the requests still waiting for an accept.
     #[arg(long)]
@@ -189,6 +197,8 @@ impl ExperimentArgs {
             },
             reply_hint: !self.no_reply_hint,
             flow_turns: !self.no_flow_turns,
+            port_pacing: !self.no_port_pacing,
+            silent_path_rtts: self.silent_path_rtts,
             flow_rotation: !self.no_flow_rotation,
             tail_probe_few: !self.no_tail_probe_few,
             start_phase: !self.no_start_phase,

@@ -1,6 +1,6 @@
 //! One connection: Tags above, flows below, one congestion controller.
 
-use super::cc::{AckSample, CongestionController};
+use super::cc::{AckSample, CongestionController, mbps_to_bytes_per_ns};
 use super::flow::{
     CAUSE_LOSS, CAUSE_NOT_READY, CAUSE_PROBE, FULL_WEIGHT, Flow, MIN_WEIGHT, PktState,
 };
@@ -19,6 +19,10 @@ use std::collections::VecDeque;
 /// Wire bytes a data packet costs beyond its payload (Ethernet, IPv4, UDP, BTH, FDH, RETH, ICRC,
 /// about), for windows and pacing.
 pub(crate) const HEADER_BYTES: u32 = 100;
+
+/// How long, in minimum RTOs, a port some flow left after a timeout is avoided by flows that
+/// move ([`Connection::next_port`]).
+const PORT_MEMORY_RTOS: u64 = 10;
 
 /// Packets in flight on a flow up to which [`TransportConfig::tail_probe_few`] treats its
 /// last packets as a tail.
@@ -75,6 +79,12 @@ pub struct ConnectionStats {
     pub resent_not_ready: u64,
     /// Retransmission timer expiries.
     pub timeouts: u64,
+    /// Silent paths: a flow's packets declared lost, as by a timeout, because packets its
+    /// sibling flows sent well after them were delivered while it heard nothing
+    /// ([`TransportConfig::silent_path_rtts`]). Not counted in `timeouts`.
+    pub silent_paths: u64,
+    /// Packets resent because their flow was found silent.
+    pub retx_silent: u64,
     /// Flows moved to a new entropy.
     pub entropy_changes: u64,
     /// Flows declared dead.
@@ -111,7 +121,7 @@ impl ConnectionStats {
     /// Loss-driven retransmissions (SACK plus timeout), the figure to compare with packets
     /// actually lost.
     pub fn retransmissions(&self) -> u64 {
-        self.retx_sack + self.retx_timeout + self.retx_probe
+        self.retx_sack + self.retx_timeout + self.retx_probe + self.retx_silent
     }
 }
 
@@ -199,6 +209,12 @@ pub struct Connection {
     next_send_at: u64,
     /// How far the connection's pacing clock may run ahead of now.
     burst_ns: u64,
+    /// Per NIC port, when the packets this connection handed to it will have left at the
+    /// port's rate ([`TransportConfig::port_pacing`]).
+    port_clock: Vec<u64>,
+    /// Per NIC port, when a flow last left it after a timeout or a silent spell: a port to
+    /// avoid for a while when a flow moves (its plane may have failed).
+    port_left_at: Vec<Option<u64>>,
     /// An ACK has arrived (the connection's pacer may burst after idling).
     acked_once: bool,
     /// The start of a connection at a shared receiver ([`TransportConfig::flow_rotation`],
@@ -291,6 +307,8 @@ impl Connection {
             hint_before_ack: false,
             hint_from_ack: false,
             next_send_at: 0,
+            port_clock: vec![0; planes as usize],
+            port_left_at: vec![None; planes as usize],
             burst_ns: 0,
             acked_once: false,
             phased: false,
@@ -481,6 +499,32 @@ impl Connection {
             .map(|i| self.cc.pacing_rate(i))
             .sum::<f64>()
             .max(1e-6)
+    }
+
+    /// Whether port pacing applies ([`TransportConfig::port_pacing`], more than one plane).
+    fn port_paced(&self) -> bool {
+        self.cfg.port_pacing && self.port_clock.len() > 1
+    }
+
+    /// Wire bytes per ns of one NIC port.
+    fn port_rate(&self) -> f64 {
+        mbps_to_bytes_per_ns(self.cfg.line_rate_mbps).max(1e-6) / self.port_clock.len() as f64
+    }
+
+    /// How far a port's clock may run ahead of now: a pacing burst of full packets.
+    fn port_burst_ns(&self) -> u64 {
+        let pkt = (self.params.mtu + HEADER_BYTES) as f64;
+        (pkt * self.cfg.pacing_burst_packets.saturating_sub(1) as f64 / self.port_rate()) as u64
+    }
+
+    /// When port `port` next lets one of this connection's packets go (0 when not paced).
+    fn port_pace_at(&self, port: u8) -> u64 {
+        if !self.port_paced() {
+            return 0;
+        }
+        self.port_clock
+            .get(port as usize)
+            .map_or(0, |&c| c.saturating_sub(self.port_burst_ns()))
     }
 
     /// When the connection's own pacer next lets a packet go.
@@ -699,6 +743,7 @@ impl Connection {
         if out.hi_grew && out.hi_grew_clean {
             f.recent_rtt = Some(now.saturating_sub(f.hi_sent_at()));
         }
+        let hi_grew = out.hi_grew;
         if out.acked_packets > 0 {
             if f.dead {
                 f.dead = false;
@@ -710,6 +755,7 @@ impl Connection {
             f.probes = 0;
             f.probe_new = false;
             f.last_progress_at = now;
+            f.quiet_since = now;
             f.weight = (f.weight + 4 * out.acked_packets).min(FULL_WEIGHT);
             f.rto_deadline = (f.inflight_bytes > 0).then(|| {
                 now + f.rto(
@@ -765,6 +811,9 @@ impl Connection {
                     m.error.get_or_insert(WcStatus::RemoteErrorUnknown);
                 }
             }
+        }
+        if hi_grew {
+            self.find_silent_flows(now, fi);
         }
         for &id in &acked_msgs {
             self.packet_consumed(id);
@@ -1246,6 +1295,9 @@ impl Connection {
             // New data keeps to the connection's pacing clock exactly (no burst credit).
             let strict_ok = !turns || self.next_send_at <= now;
             for (i, f) in self.flows.iter().enumerate() {
+                if self.port_pace_at(f.port) > now {
+                    continue;
+                }
                 // While the flows take turns, a resend or a due tail-loss probe takes the
                 // connection's next turn whatever its flow's own pacing says (at a small share
                 // a flow's gap is several RTTs, longer than the retransmission timeout), and
@@ -1262,7 +1314,10 @@ impl Connection {
                     && (f.inflight_bytes == 0
                         || f.probe_new
                         || f.inflight_bytes + pkt_full <= self.cc.window(i));
-                let key = (!urgent, f.vtime);
+                // Resends before new data: a packet some message waits for goes ahead of a
+                // flow whose turn by weighted service it is (after a plane failure the moved
+                // flow's resends would otherwise share its new port evenly with new data).
+                let key = (!(urgent || has_retx), f.vtime);
                 if (has_retx || can_new) && key < best_key {
                     best_key = key;
                     best = Some((i, has_retx));
@@ -1298,6 +1353,9 @@ impl Connection {
                 p.ack_req = true;
                 let cause = p.cause;
                 let p = *p;
+                if f.inflight_bytes == 0 {
+                    f.quiet_since = depart;
+                }
                 f.inflight_bytes += p.len as u64 + HEADER_BYTES as u64;
                 bytes = p.len + HEADER_BYTES;
                 let mut d = self.descriptor(fi, seq, p.msg, p.offset, p.len);
@@ -1337,6 +1395,9 @@ impl Connection {
                     ack_req: false,
                     state: PktState::InFlight,
                 });
+                if f.inflight_bytes == 0 {
+                    f.quiet_since = depart;
+                }
                 f.inflight_bytes += len as u64 + HEADER_BYTES as u64;
                 // With `tail_probe_few`, a packet that leaves its flow with at most two in
                 // flight requests an ACK too when the flow's next packet is more than half an
@@ -1386,6 +1447,13 @@ impl Connection {
             let burst = gap * self.cfg.pacing_burst_packets.saturating_sub(1) as u64;
             f.burst_ns = if shared { burst.min(f.min_rtt) } else { burst };
             f.next_send_at = f.next_send_at.max(now) + gap;
+            let port = f.port as usize;
+            if self.port_paced() {
+                let pgap = (bytes as f64 / self.port_rate()) as u64;
+                if let Some(c) = self.port_clock.get_mut(port) {
+                    *c = (*c).max(now) + pgap;
+                }
+            }
             if self.cfg.flow_turns && shared {
                 // The connection's pacer: the sum of the flows' rates, the same burst rule,
                 // and no burst before the first ACK (a paced first window).
@@ -1507,13 +1575,14 @@ impl Connection {
                 !f.retx.is_empty() || can_new
             })
             .map(|(_, f)| {
-                if !turns {
+                let at = if !turns {
                     f.pace_at()
                 } else if f.urgent(new_ok) {
                     self.conn_pace_at()
                 } else {
                     f.pace_at().max(self.next_send_at)
-                }
+                };
+                at.max(self.port_pace_at(f.port))
             })
             .min()?;
         Some(at)
@@ -1581,32 +1650,17 @@ impl Connection {
                 f.tail_deadline = f.tail_deadline.map(|d| d.max(now + wait));
             }
         }
-        let max_rto = self.cfg.max_rto_ns;
         for fi in 0..self.flows.len() {
+            if self.flows[fi].rto_deadline.is_none_or(|d| d > now) {
+                continue;
+            }
             let rto = rto_of(&self.flows, fi, &self.cfg);
-            let f = &mut self.flows[fi];
-            let Some(deadline) = f.rto_deadline else {
-                continue;
-            };
-            if deadline > now {
-                continue;
-            }
-            let mut queued = 0u64;
-            for i in 0..f.ring.len() {
-                let p = &mut f.ring[i];
-                if p.state == PktState::InFlight && p.sent_at + rto <= now {
-                    p.state = PktState::Queued;
-                    p.cause = CAUSE_LOSS;
-                    f.inflight_bytes = f
-                        .inflight_bytes
-                        .saturating_sub(p.len as u64 + HEADER_BYTES as u64);
-                    let seq = f.base + i as u64;
-                    f.retx.push_back(seq);
-                    queued += 1;
-                }
-            }
-            if queued == 0 {
+            let expired = now
+                .checked_sub(rto)
+                .is_some_and(|cutoff| self.expire_flow(now, fi, cutoff, rto, false));
+            if !expired {
                 // Nothing old enough: re-arm from the oldest packet still in flight.
+                let f = &mut self.flows[fi];
                 let oldest = f
                     .ring
                     .iter()
@@ -1614,53 +1668,7 @@ impl Connection {
                     .map(|p| p.sent_at)
                     .min();
                 f.rto_deadline = oldest.map(|s| (s + rto).max(now + 1));
-                continue;
             }
-            self.stats.timeouts += 1;
-            self.stats.retx_timeout += queued;
-            self.path[fi].timeouts += 1;
-            f.consecutive_timeouts += 1;
-            f.timeouts_on_entropy += 1;
-            f.backoff += 1;
-            f.weight = (f.weight / 2).max(MIN_WEIGHT);
-            if f.timeouts_on_entropy >= self.cfg.same_entropy_retries.max(1) {
-                // Same flow, same FSNs, another route: a new entropy not used by another flow.
-                let n = self.params.entropies.len();
-                for _ in 0..n {
-                    let e = self.params.entropies[self.next_entropy % n];
-                    self.next_entropy = self.next_entropy.wrapping_add(1);
-                    if !self.flows.iter().any(|g| g.entropy == e) {
-                        let port = self.next_port(fi);
-                        let f = &mut self.flows[fi];
-                        f.entropy = e;
-                        f.port = port;
-                        f.epoch += 1;
-                        f.backoff = 0;
-                        self.stats.entropy_changes += 1;
-                        break;
-                    }
-                }
-                self.flows[fi].timeouts_on_entropy = 0;
-            }
-            // Dead only if another flow was acknowledged since this one last was: a path that
-            // is silent alone is broken; all paths silent together is congestion or the peer.
-            let mine = self.flows[fi].last_progress_at;
-            let others_alive = self
-                .flows
-                .iter()
-                .enumerate()
-                .any(|(j, g)| j != fi && g.last_progress_at > mine);
-            let f = &mut self.flows[fi];
-            if !f.dead
-                && others_alive
-                && f.consecutive_timeouts >= self.cfg.dead_after_timeouts.max(1)
-            {
-                f.dead = true;
-                self.stats.paths_died += 1;
-            }
-            let backoff = 1u64 << f.backoff.min(6);
-            f.rto_deadline = Some(now + (rto * backoff).min(max_rto));
-            self.cc.on_timeout(now, fi);
         }
         if self.pkts_outstanding > 0 && now >= self.last_heard + self.cfg.connection_timeout_ns {
             self.fail(FailReason::AllPathsDead);
@@ -1669,11 +1677,128 @@ impl Connection {
 }
 
 impl Connection {
-    /// The port flow `fi` moves to with its new entropy: another plane than its own, the one
-    /// with the fewest of this connection's dead flows and then the fewest flows, the first
-    /// such after its own in port order. A flow that timed out there leaves a failed plane, and
-    /// the flows leaving it spread over the survivors instead of doubling up on one.
-    fn next_port(&self, fi: usize) -> u8 {
+    /// Declares lost every packet of flow `fi` in flight since `cutoff` or earlier and handles
+    /// it as a timeout of the flow's path: the resends go first, the flow backs off, moves to
+    /// a new entropy (and plane) after `same_entropy_retries`, and may be declared dead. Returns
+    /// false, changing nothing, when no packet is that old.
+    fn expire_flow(&mut self, now: u64, fi: usize, cutoff: u64, rto: u64, silent: bool) -> bool {
+        let max_rto = self.cfg.max_rto_ns;
+        let f = &mut self.flows[fi];
+        let mut queued = 0u64;
+        for i in 0..f.ring.len() {
+            let p = &mut f.ring[i];
+            if p.state == PktState::InFlight && p.sent_at <= cutoff {
+                p.state = PktState::Queued;
+                p.cause = CAUSE_LOSS;
+                f.inflight_bytes = f
+                    .inflight_bytes
+                    .saturating_sub(p.len as u64 + HEADER_BYTES as u64);
+                let seq = f.base + i as u64;
+                f.retx.push_back(seq);
+                queued += 1;
+            }
+        }
+        if queued == 0 {
+            return false;
+        }
+        if silent {
+            self.stats.silent_paths += 1;
+            self.stats.retx_silent += queued;
+        } else {
+            self.stats.timeouts += 1;
+            self.stats.retx_timeout += queued;
+        }
+        self.path[fi].timeouts += 1;
+        f.consecutive_timeouts += 1;
+        f.timeouts_on_entropy += 1;
+        f.backoff += 1;
+        f.weight = (f.weight / 2).max(MIN_WEIGHT);
+        if f.timeouts_on_entropy >= self.cfg.same_entropy_retries.max(1) {
+            // Same flow, same FSNs, another route: a new entropy not used by another flow.
+            let n = self.params.entropies.len();
+            for _ in 0..n {
+                let e = self.params.entropies[self.next_entropy % n];
+                self.next_entropy = self.next_entropy.wrapping_add(1);
+                if !self.flows.iter().any(|g| g.entropy == e) {
+                    let port = self.next_port(fi, now);
+                    let left = self.flows[fi].port as usize;
+                    if let Some(t) = self.port_left_at.get_mut(left) {
+                        *t = Some(now);
+                    }
+                    let f = &mut self.flows[fi];
+                    f.entropy = e;
+                    f.port = port;
+                    f.epoch += 1;
+                    f.backoff = 0;
+                    self.stats.entropy_changes += 1;
+                    break;
+                }
+            }
+            self.flows[fi].timeouts_on_entropy = 0;
+        }
+        // Dead only if another flow was acknowledged since this one last was: a path that
+        // is silent alone is broken; all paths silent together is congestion or the peer.
+        let mine = self.flows[fi].last_progress_at;
+        let others_alive = self
+            .flows
+            .iter()
+            .enumerate()
+            .any(|(j, g)| j != fi && g.last_progress_at > mine);
+        let f = &mut self.flows[fi];
+        if !f.dead && others_alive && f.consecutive_timeouts >= self.cfg.dead_after_timeouts.max(1)
+        {
+            f.dead = true;
+            self.stats.paths_died += 1;
+        }
+        let backoff = 1u64 << f.backoff.min(6);
+        f.rto_deadline = Some(now + (rto * backoff).min(max_rto));
+        self.cc.on_timeout(now, fi);
+        true
+    }
+
+    /// Cross-flow loss detection, after an ACK showed flow `acked` a packet delivered that was
+    /// sent at `h` (its newest known delivered): a sibling flow that has heard nothing since
+    /// before `h − silent_path_rtts × srtt` (largest of the flows) has lost what it sent by
+    /// then — its path is silent while the connection's other paths deliver — and is handled
+    /// as if its retransmission timer had fired, without waiting for the timer's 100 µs floor.
+    fn find_silent_flows(&mut self, now: u64, acked: usize) {
+        let k = self.cfg.silent_path_rtts;
+        if k <= 0.0 || self.flows.len() < 2 {
+            return;
+        }
+        let srtt = self
+            .flows
+            .iter()
+            .filter(|f| f.has_rtt)
+            .map(|f| f.srtt)
+            .max()
+            .unwrap_or(self.cfg.initial_rtt_ns);
+        let Some(cutoff) = self.flows[acked]
+            .hi_sent_at()
+            .checked_sub((k * srtt as f64) as u64)
+        else {
+            return;
+        };
+        for gi in 0..self.flows.len() {
+            let g = &self.flows[gi];
+            if gi == acked || g.inflight_bytes == 0 || g.quiet_since >= cutoff {
+                continue;
+            }
+            let rto = rto_of(&self.flows, gi, &self.cfg);
+            if self.expire_flow(now, gi, cutoff, rto, true) {
+                self.flows[gi].quiet_since = now;
+            }
+        }
+    }
+
+    /// The port flow `fi` moves to with its new entropy: another plane than its own, preferring
+    /// one no flow has left after a timeout within the last [`PORT_MEMORY_RTOS`] minimum
+    /// RTOs, then the fewest of this connection's dead flows, then the fewest flows, then the
+    /// first after its own in port order. A flow that timed out leaves a failed plane, the
+    /// flows leaving it spread over the survivors instead of doubling up on one, and a flow
+    /// moving again does not return to the plane the others just left.
+    fn next_port(&self, fi: usize, now: u64) -> u8 {
+        let memory = self.cfg.min_rto_ns.saturating_mul(PORT_MEMORY_RTOS);
         let planes = self.params.planes.max(1);
         let own = self.flows[fi].port;
         if planes == 1 {
@@ -1682,13 +1807,14 @@ impl Connection {
         (1..planes)
             .map(|k| (own + k) % planes)
             .min_by_key(|&p| {
+                let left = self.port_left_at[p as usize].is_some_and(|t| t + memory > now);
                 let on = self
                     .flows
                     .iter()
                     .enumerate()
                     .filter(|&(j, g)| j != fi && g.port == p);
                 let dead = on.clone().filter(|(_, g)| g.dead).count();
-                (dead, on.count())
+                (left, dead, on.count())
             })
             .unwrap_or(own)
     }

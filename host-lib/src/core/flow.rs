@@ -122,6 +122,9 @@ pub(crate) struct Flow {
     pub dead: bool,
     /// Time of the last ACK that acknowledged something new on this flow.
     pub last_progress_at: u64,
+    /// Since when the flow has waited for progress: its last progress, or the departure of
+    /// the packet that ended an idle spell (silent-path detection).
+    pub quiet_since: u64,
     /// Health weight in 1/1024 (1024 = healthy): share of new data this flow gets.
     pub weight: u32,
     /// Weighted virtual time for the scheduler.
@@ -181,6 +184,7 @@ impl Flow {
             backoff: 0,
             dead: false,
             last_progress_at: 0,
+            quiet_since: 0,
             weight: FULL_WEIGHT,
             vtime: 0,
             next_send_at: 0,

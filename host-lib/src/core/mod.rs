@@ -115,6 +115,17 @@ pub struct TransportConfig {
     /// connection's next turn whatever its own flow's pacing says, with up to one base RTT of
     /// credit after the first ACK.
     pub flow_turns: bool,
+    /// With more than one plane, the packets a connection hands to one NIC port leave at most
+    /// at that port's rate (the line rate divided by the planes), whichever flows they belong
+    /// to: flows that share a port (a flow moved off a failed plane joins another's) share its
+    /// rate instead of queueing in the NIC behind each other.
+    pub port_pacing: bool,
+    /// Silent-path detection: when a flow has heard nothing since before its sibling flows
+    /// sent packets that were delivered, by this many smoothed RTTs (the largest of the
+    /// flows'), what it sent by then is lost and its path is handled as timed out at once
+    /// (resend, and a new entropy and plane per `same_entropy_retries`). 0 disables it;
+    /// a connection with one flow never uses it.
+    pub silent_path_rtts: f64,
     /// With [`TransportConfig::flow_turns`] at a shared receiver, a connection's flows take
     /// their first turns starting from a flow of its own (its id plus its first FSN, modulo
     /// the flows) instead of flow 0: the connections of a host then start spread over the
@@ -159,6 +170,8 @@ impl Default for TransportConfig {
             hint_shared_utilization: 0.99,
             pacing_burst_packets: 8,
             flow_turns: true,
+            port_pacing: true,
+            silent_path_rtts: 1.0,
             flow_rotation: true,
             tail_probe_few: true,
             start_phase: true,

@@ -962,3 +962,130 @@ fn flows_spread_over_planes_and_leave_a_failed_plane_for_the_emptiest_other() {
     let after: Vec<u8> = c.paths().iter().map(|p| p.port).collect();
     assert!(!after.contains(&2), "{after:?}");
 }
+
+#[test]
+fn a_silent_flow_is_handled_as_timed_out_once_its_siblings_deliver_later_packets() {
+    let cfg = TransportConfig {
+        same_entropy_retries: 1,
+        connection_timeout_ns: u64::MAX / 4,
+        tail_probe_few: false,
+        ..TransportConfig::default()
+    };
+    let p = ConnectionParams {
+        planes: 2,
+        ..params(2, &[TagMode::Ordered])
+    };
+    let mut c = Connection::new(
+        p,
+        TransportConfig {
+            pacing_burst_packets: 1000,
+            ..cfg
+        },
+        0,
+    );
+    c.set_ready(0);
+    c.post(write(1, 0, 64 * MTU)).unwrap();
+    // Both flows deliver their first packets and learn an RTT of 10 µs.
+    let first = send_all(&mut c, 0);
+    ack_all(&mut c, &first, 10_000);
+    assert_eq!(c.stats().silent_paths, 0);
+    // From 10 µs on, flow 0's path is silent; flow 1 keeps delivering.
+    let mut now = 10_000;
+    let mut lost_on_0 = Vec::new();
+    while c.stats().silent_paths == 0 && now < 60_000 {
+        let sent = send_all(&mut c, now);
+        lost_on_0.extend(sent.iter().filter(|d| d.flow == 0).map(|d| d.fsn));
+        let on1: Vec<TxDescriptor> = sent.into_iter().filter(|d| d.flow == 1).collect();
+        now += 10_000;
+        ack_all(&mut c, &on1, now);
+    }
+    assert_eq!(
+        c.stats().silent_paths,
+        1,
+        "found silent well before the 100 µs RTO"
+    );
+    assert!(now <= 40_000, "found at {now} ns");
+    assert_eq!(c.stats().timeouts, 0);
+    assert!(c.stats().retx_silent > 0);
+    let paths = c.paths();
+    assert_eq!(paths[0].port, 1, "moved to the other plane");
+    // The resends leave first, on the new entropy and port.
+    let resent = send_all(&mut c, now);
+    let first_resend = resent.iter().find(|d| d.flow == 0).expect("a resend");
+    assert!(lost_on_0.contains(&first_resend.fsn));
+    assert_eq!(first_resend.port, 1);
+    assert_eq!(resent[0].flow, 0, "resends before new data: {resent:?}");
+}
+
+#[test]
+fn with_silent_path_detection_off_only_the_timer_finds_the_silent_flow() {
+    let cfg = TransportConfig {
+        silent_path_rtts: 0.0,
+        connection_timeout_ns: u64::MAX / 4,
+        tail_probe_few: false,
+        pacing_burst_packets: 1000,
+        ..TransportConfig::default()
+    };
+    let mut c = ready(2, &[TagMode::Ordered], cfg);
+    c.post(write(1, 0, 64 * MTU)).unwrap();
+    let first = send_all(&mut c, 0);
+    ack_all(&mut c, &first, 10_000);
+    let mut now = 10_000;
+    while now < 90_000 {
+        let on1: Vec<TxDescriptor> = send_all(&mut c, now)
+            .into_iter()
+            .filter(|d| d.flow == 1)
+            .collect();
+        now += 10_000;
+        ack_all(&mut c, &on1, now);
+    }
+    assert_eq!(c.stats().silent_paths, 0);
+    assert_eq!(c.stats().timeouts, 0, "not before the 100 µs minimum RTO");
+}
+
+#[test]
+fn flows_sharing_a_port_share_its_rate() {
+    // Three flows on two planes: port 0 carries flows 0 and 2, port 1 flow 1. With the
+    // connection's rate spread evenly over the flows, port 0 is handed two thirds of the
+    // line without port pacing, more than its half; with it, at most its half (plus a
+    // packet of slack at the start).
+    let count = |port_pacing: bool| {
+        let cfg = TransportConfig {
+            pacing_burst_packets: 1,
+            line_rate_mbps: 200_000,
+            port_pacing,
+            ..TransportConfig::default()
+        };
+        let p = ConnectionParams {
+            planes: 2,
+            ..params(3, &[TagMode::Ordered])
+        };
+        let mut c = Connection::new(p, cfg, 0);
+        c.set_ready(0);
+        c.post(write(1, 0, 16_384 * MTU)).unwrap();
+        let mut by_port = [0u64; 2];
+        let mut now = 0;
+        while now < 100_000 {
+            let sent = send_all(&mut c, now);
+            for d in &sent {
+                by_port[d.port as usize] += 1;
+            }
+            ack_all(&mut c, &sent, now + 5_000);
+            now += 50;
+        }
+        by_port
+    };
+    let port_pkt_ns = (MTU + 100) as f64 / (100_000.0 / 8000.0);
+    let cap = (100_000.0 / port_pkt_ns) as u64 + 2;
+    let paced = count(true);
+    let free = count(false);
+    assert!(paced[0] <= cap, "{paced:?}, cap {cap}");
+    assert!(
+        free[0] > cap,
+        "the test must load port 0 beyond its rate: {free:?}"
+    );
+    assert!(
+        paced[1] >= free[1],
+        "port 1 loses nothing: {paced:?} {free:?}"
+    );
+}

@@ -58,7 +58,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
             "recovered after (RTOs)",
             "after Gb/s (mean)",
             "after / ((P−1)/P × before)",
-            "ferroce timeouts / RoCE QPs failed",
+            "ferroce timeouts + silent paths / RoCE QPs failed",
             "longest stream stall before µs",
             "longest stream stall after µs",
             "app errors",
@@ -174,10 +174,11 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
         let stall_after_us = stall_after.map(|s| s as f64 / 1e6);
         if rec_us == Some(0.0) {
             report.notes.push(format!(
-                "{}: receive throughput never fell below 90% of the surviving planes' share after the failure (lowest bin {:.0} Gb/s, goal {:.0} Gb/s): the other planes' flows carried the data while the dead plane's flows waited for their timeout and moved ({} timeouts).",
+                "{}: receive throughput never fell below 90% of the surviving planes' share after the failure (lowest bin {:.0} Gb/s, goal {:.0} Gb/s): the other planes' flows carried the data while the dead plane's flows were found silent or timed out and moved ({} silent paths, {} timeouts).",
                 stack.name(),
                 min_after,
                 goal,
+                r.silent_paths,
                 r.timeouts
             ));
         }
@@ -210,7 +211,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
                 3,
             ),
             if stack == Stack::Ferroce {
-                r.timeouts.to_string()
+                format!("{} + {}", r.timeouts, r.silent_paths)
             } else {
                 r.roce.qp_failures.to_string()
             },

@@ -126,6 +126,12 @@ pub struct Options {
     /// ferroce: at a shared receiver a connection paces the sum of its flows, so that they
     /// take turns, with no burst before the first ACK (`TransportConfig::flow_turns`).
     pub flow_turns: bool,
+    /// ferroce: with several planes, a connection's flows on one NIC port share the port's
+    /// rate (`TransportConfig::port_pacing`).
+    pub port_pacing: bool,
+    /// ferroce: silent-path detection, in smoothed RTTs; 0 = off
+    /// (`TransportConfig::silent_path_rtts`).
+    pub silent_path_rtts: f64,
     /// ferroce: a connection's first flow is its own, not flow 0
     /// (`TransportConfig::flow_rotation`).
     pub flow_rotation: bool,
@@ -185,6 +191,8 @@ impl Default for Options {
             reply_hint_refresh: true,
             hint_shared_utilization: 0.99,
             flow_turns: true,
+            port_pacing: true,
+            silent_path_rtts: 1.0,
             flow_rotation: true,
             tail_probe_few: true,
             start_phase: true,
@@ -279,6 +287,8 @@ impl Options {
             reply_hint_refresh: self.reply_hint_refresh,
             hint_shared_utilization: self.hint_shared_utilization,
             flow_turns: self.flow_turns,
+            port_pacing: self.port_pacing,
+            silent_path_rtts: self.silent_path_rtts,
             flow_rotation: self.flow_rotation,
             tail_probe_few: self.tail_probe_few,
             start_phase: self.start_phase,
@@ -412,6 +422,9 @@ pub struct Outcome {
     pub resent: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// ferroce: flows found silent while their siblings delivered
+    /// (`ConnectionStats::silent_paths`), handled like timeouts without waiting for them.
+    pub silent_paths: u64,
     /// Payload share of a full data packet on the wire.
     pub efficiency: f64,
     /// Arrival trace.
@@ -619,6 +632,7 @@ fn collect<H: Host>(
         drops_marks: fab.net.switch_drops_marks(),
         resent: 0,
         timeouts: 0,
+        silent_paths: 0,
         efficiency: 0.0,
         trace,
         roce: RoceStats::default(),
@@ -659,6 +673,7 @@ pub fn run(
                     if let Ok(s) = h.ctx().conn_stats(c) {
                         o.resent += s.retransmissions();
                         o.timeouts += s.timeouts;
+                        o.silent_paths += s.silent_paths;
                     }
                 }
             }

@@ -1,12 +1,12 @@
 //! A fabric host running ferroce: the real host library (`ferroce::Context`) over a NIC
 //! backend ([`AnyNic`]: the model, or the RTL for small runs), with one NIC port per plane.
 //!
-//! Plane choice: the TX descriptor has no port field, so the host picks the NIC port of each
-//! frame from its UDP source port, `entropy % planes`. The library's flows start on
-//! consecutive entropies (so `planes` flows cover every plane) and move to a new entropy after
-//! timeouts, which moves them to another plane: a dead plane is left without any help from
-//! the fabric. ACKs leave on the entropy of the data they acknowledge, so they come back on
-//! the data's plane.
+//! Plane choice is the library's and the NIC's: each TX descriptor names the NIC port (plane)
+//! its frame leaves on, and the fabric puts the frame on that port. The library spreads a
+//! connection's flows over the planes (flow `i` on port `i % planes`) and moves a flow that
+//! keeps timing out to a new entropy on another plane: a dead plane is left without any help
+//! from the fabric. The NIC sends an ACK on the port its data came in on, so ACKs come back
+//! on the data's plane.
 
 use super::engine::{Endpoint, Outbox};
 use super::event::{PS_PER_NS, Ps};
@@ -35,21 +35,11 @@ pub fn ip_host(ip: u32, hosts: u32) -> Option<u32> {
     ip.checked_sub(0x0a00_0001).filter(|&h| h < hosts)
 }
 
-/// The entropies a connection to `peer` uses: 64 ports in a block of the peer's own (so
-/// connections to different peers hash independently), ordered so that with the port choice
-/// `entropy % planes`, entry `k` lands on plane `(k + k / planes) % planes`: the first
-/// `planes` entries cover every plane once, and entry `k + planes` is never on entry `k`'s
-/// plane. The library starts flow `i` on entry `i` and hands the following entries, in order,
-/// to flows that time out; with one flow per plane (the default for 4 and 8 planes) the first
-/// replacement therefore lies on another plane than the one a flow on plane 0 leaves, and
-/// consecutive replacements never repeat a plane. With more flows than planes a replacement
-/// can land on the plane just left; the next timeout moves it again.
-pub fn plane_entropies(peer: u32, planes: u8) -> Vec<u16> {
-    let p = planes.max(1) as u16;
+/// The entropies a connection to `peer` uses: 64 consecutive ports in a block of the peer's
+/// own, so that connections to different peers hash independently.
+pub fn peer_entropies(peer: u32) -> Vec<u16> {
     let base = 49152 + (peer % 256) as u16 * 64;
-    (0..64u16)
-        .map(|k| base + (k / p) * p + (k + k / p) % p)
-        .collect()
+    (0..64u16).map(|k| base + k).collect()
 }
 
 /// Why a ferroce host could not be set up.
@@ -190,6 +180,7 @@ impl FerroceHost {
                 .next_power_of_two()
                 .max(1024),
             tags: (conns + 8).next_power_of_two().max(16),
+            ports: cfg.planes.max(1) as u32,
             ..TableSizes::default()
         };
         let nic = match cfg.backend {
@@ -260,8 +251,8 @@ impl FerroceHost {
             o.mtu = cfg.mtu;
             o.paths = PathOptions {
                 count: cfg.paths,
-                entropies: plane_entropies(peer, self.planes),
-                ..PathOptions::default()
+                entropies: peer_entropies(peer),
+                planes: self.planes,
             };
             let c = self.ctx.connect(&o)?;
             self.out_conns.insert(peer, c);
@@ -371,7 +362,10 @@ impl FerroceHost {
         while let Some(ev) = self.ctx.poll_cm() {
             match ev {
                 CmEvent::ConnectRequest(req) => {
-                    let opts = AcceptOptions::new(self.pd, self.scq, self.rcq);
+                    let opts = AcceptOptions {
+                        planes: self.planes,
+                        ..AcceptOptions::new(self.pd, self.scq, self.rcq)
+                    };
                     if self.ctx.accept(&req, &opts).is_err() {
                         self.app.stats.app_errors += 1;
                     }
@@ -444,7 +438,7 @@ impl FerroceHost {
     }
 
     fn drain(&mut self, out: &mut Outbox) {
-        while let Some(PortFrame { bytes: frame, .. }) = self.ctx.nic_mut().transmit_frame() {
+        while let Some(PortFrame { port, bytes: frame }) = self.ctx.nic_mut().transmit_frame() {
             let Some(info) = frame_info(&frame) else {
                 continue;
             };
@@ -455,9 +449,8 @@ impl FerroceHost {
             if !info.control {
                 self.max_frame_wire = self.max_frame_wire.max(wire_len);
             }
-            let port = (info.entropy % self.planes as u16) as usize;
             out.send.push((
-                port,
+                port as usize,
                 Packet {
                     src: self.host,
                     dst,
@@ -475,12 +468,14 @@ impl FerroceHost {
 }
 
 impl Endpoint for FerroceHost {
-    fn on_packet(&mut self, now: Ps, _port: usize, pkt: Packet, out: &mut Outbox) {
+    fn on_packet(&mut self, now: Ps, port: usize, pkt: Packet, out: &mut Outbox) {
         if let Body::Frame(f) = &pkt.body {
             let nic = self.ctx.nic_mut();
             nic.poll(now / PS_PER_NS);
-            // Not yet ported: the NIC has one port and the plane comes from the entropy.
-            let _ = nic.receive_frame(0, f);
+            // The fabric wires host port p to plane p, and the NIC has one port per plane.
+            if nic.receive_frame(port as u8, f).is_err() {
+                self.lib_errors += 1;
+            }
             if !pkt.control {
                 // New payload the NIC placed (not a duplicate, not refused): goodput.
                 let off = regs::counter_offset(Counter::RxPlacedBytes);
@@ -518,29 +513,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn plane_entropies_cover_planes_and_never_return_to_the_plane_left() {
-        for planes in [1u8, 2, 4, 8] {
-            let e = plane_entropies(5, planes);
-            let p = planes as u16;
-            assert_eq!(e.len(), 64);
-            let distinct: std::collections::BTreeSet<u16> = e.iter().copied().collect();
-            assert_eq!(distinct.len(), 64);
-            // The first `planes` entries (the first flows) sit one per plane.
-            let first: std::collections::BTreeSet<u16> =
-                e[..planes as usize].iter().map(|x| x % p).collect();
-            assert_eq!(first.len(), planes as usize);
-            // Entry k + planes (the next entry handed out after the initial flows, for the
-            // flow on entry k's plane) is on another plane, when there is one.
-            if planes > 1 {
-                for k in 0..(64 - planes as usize) {
-                    assert_ne!(
-                        e[k] % p,
-                        e[k + planes as usize] % p,
-                        "planes {planes} k {k}"
-                    );
-                }
-            }
-        }
+    fn peers_get_blocks_of_their_own_and_addresses_map_back() {
+        let (a, b) = (peer_entropies(5), peer_entropies(6));
+        assert_eq!(a.len(), 64);
+        assert!(a.iter().all(|e| !b.contains(e)));
         assert_eq!(ip_host(host_ip(77), 100), Some(77));
         assert_eq!(ip_host(host_ip(100), 100), None);
     }
