@@ -71,8 +71,9 @@ pub struct ExperimentArgs {
     /// ferroce smallest congestion window per flow (packets).
     #[arg(long, default_value_t = 2)]
     pub min_window: u32,
-    /// ferroce host driver-loop polling period for arriving frames (ns; 0 = after every
-    /// frame). The NIC places data and sends ACKs at once either way.
+    /// Host polling period (ns; 0 = after every frame): how often a ferroce host's driver
+    /// loop runs for arriving frames, and how often a baseline host's application polls its
+    /// completion queues. The NICs place data and send ACKs at once either way.
     #[arg(long, default_value_t = 500)]
     pub host_poll_ns: u64,
     /// ferroce host-wide in-flight cap over all connections, in BDPs of the host's line rate

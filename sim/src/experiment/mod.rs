@@ -318,6 +318,7 @@ impl Options {
             port_mbps: (self.link_gbps * 1e3) as u32,
             planes,
             timeout_exp: self.timeout_exp,
+            poll_interval: self.host_poll_ns * PS_PER_NS,
             ..RoceConfig::default()
         }
     }

@@ -88,6 +88,11 @@ pub struct RoceConfig {
     pub dcqcn: DcqcnConfig,
     /// Use DCQCN (off: line rate always).
     pub dcqcn_on: bool,
+    /// How often the application polls its completion queues (0: it sees every completion
+    /// at once). The same host model as the ferroce hosts' `--host-poll-ns`: a completion
+    /// reaches the application, and a message that depends on it is posted, at the first poll
+    /// at or after it, polls being at least this far apart.
+    pub poll_interval: Ps,
 }
 
 impl Default for RoceConfig {
@@ -102,6 +107,7 @@ impl Default for RoceConfig {
             cnp_interval: 50_000 * PS_PER_NS,
             dcqcn: DcqcnConfig::default(),
             dcqcn_on: true,
+            poll_interval: 0,
         }
     }
 }
@@ -111,6 +117,15 @@ impl RoceConfig {
     pub fn timeout(&self) -> Ps {
         (4_096 * PS_PER_NS) << self.timeout_exp.min(31)
     }
+}
+
+/// A completion the application has not polled yet.
+#[derive(Debug, Clone, Copy)]
+enum Completion {
+    /// Message received, verified (`true`) or not.
+    Received(u32, bool),
+    /// Message sent and acknowledged.
+    Sent(u32),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -185,6 +200,11 @@ pub struct RoceHost {
     done: Vec<u32>,
     /// Earliest QP timer (retry timeout or DCQCN); `Ps::MAX` if none.
     next_scan: Ps,
+    /// Completions the application has not polled yet: messages received (with their
+    /// verification result) and messages sent.
+    unpolled: Vec<Completion>,
+    /// When the application last polled.
+    last_poll: Option<Ps>,
     /// Counters.
     pub stats: RoceStats,
 }
@@ -229,8 +249,30 @@ impl RoceHost {
             rr: 0,
             done: Vec::new(),
             next_scan: Ps::MAX,
+            unpolled: Vec::new(),
+            last_poll: None,
             stats: RoceStats::default(),
         }
+    }
+
+    /// Hands the completions to the application if its next poll is due; otherwise returns
+    /// when it is.
+    fn poll_completions(&mut self, now: Ps) -> Option<Ps> {
+        if self.unpolled.is_empty() {
+            return None;
+        }
+        let due = self.last_poll.map_or(now, |t| t + self.cfg.poll_interval);
+        if due > now {
+            return Some(due);
+        }
+        self.last_poll = Some(now);
+        for c in std::mem::take(&mut self.unpolled) {
+            match c {
+                Completion::Received(m, ok) => self.app.delivered(&self.wl, m, ok, now),
+                Completion::Sent(m) => self.app.sent_done(&self.wl, m),
+            }
+        }
+        None
     }
 
     /// Starts the workload.
@@ -290,6 +332,7 @@ impl RoceHost {
     }
 
     fn service(&mut self, now: Ps, out: &mut Outbox) {
+        let poll_due = self.poll_completions(now);
         if self.app.started() {
             self.post_ready(now);
         }
@@ -331,7 +374,10 @@ impl RoceHost {
                 }
             }
         }
-        out.wake = wake;
+        out.wake = match (wake, poll_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
 
     /// Runs due timers of every QP and finds the next one.
@@ -460,7 +506,7 @@ impl RoceHost {
             out.send.push((port, pkt));
         }
         if let Some((m, ok)) = delivered {
-            self.app.delivered(&self.wl, m, ok, now);
+            self.unpolled.push(Completion::Received(m, ok));
         }
     }
 
@@ -512,7 +558,7 @@ impl Endpoint for RoceHost {
                 _ => self.on_ack(now, p),
             }
             for m in std::mem::take(&mut self.done) {
-                self.app.sent_done(&self.wl, m);
+                self.unpolled.push(Completion::Sent(m));
             }
         }
         self.service(now, out);
