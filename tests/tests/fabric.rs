@@ -94,6 +94,29 @@ fn incast() {
     assert!(num(&settled) > 2.0, "without them: {settled} RTTs");
 }
 
+/// 128:1 (256 KB each) settles at once and drops nothing (docs/fabric.md, "Incast" (10)).
+/// Before the connection's pacer alone set the turns, a flow whose own pacing clock ran
+/// ahead made its connection miss turns; each missed turn moved the sender's phase later,
+/// into the bunch that had delayed it, and the bunches overflowed the receiver's buffer
+/// (269 RTTs to settle, 102 drops).
+#[test]
+fn incast_of_128_settles_without_drops() {
+    let opts = Options {
+        hosts: Some(129),
+        msg_bytes: Some(256 << 10),
+        ..Options::default()
+    };
+    let r = by_name("incast", &opts, &mut |_, _| {}).unwrap();
+    assert_eq!(r.verify_failed, 0);
+    let settled = cell(
+        &r,
+        &["128", "ferroce"],
+        "settled after (RTTs from first byte)",
+    );
+    assert!(num(&settled) <= 2.0, "settled after {settled} RTTs");
+    assert_eq!(cell(&r, &["128", "ferroce"], "drops"), "0");
+}
+
 #[test]
 fn failure() {
     let r = quick("failure");

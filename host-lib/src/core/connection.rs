@@ -1290,7 +1290,7 @@ impl Connection {
                 break;
             }
             let mut best: Option<(usize, bool)> = None;
-            let mut best_key = (true, u64::MAX);
+            let mut best_key = (true, true, u64::MAX);
             let turns = self.turns();
             // New data keeps to the connection's pacing clock exactly (no burst credit).
             let strict_ok = !turns || self.next_send_at <= now;
@@ -1303,7 +1303,12 @@ impl Connection {
                 // a flow's gap is several RTTs, longer than the retransmission timeout), and
                 // may use the connection's burst credit.
                 let urgent = turns && f.urgent(new_ok);
-                let paced = strict_ok && f.pace_ok(now);
+                // While the flows take turns the connection's pacer sets the time; a flow's own
+                // clock only orders the flows. Its rate follows its smoothed RTT, which grows
+                // while the receiver's queue is long: gating on it would make the connection
+                // miss its turn exactly then and shift its phase later, into the next bunch.
+                let flow_ready = f.pace_ok(now);
+                let paced = strict_ok && (flow_ready || turns);
                 if !(urgent || paced) {
                     continue;
                 }
@@ -1317,7 +1322,7 @@ impl Connection {
                 // Resends before new data: a packet some message waits for goes ahead of a
                 // flow whose turn by weighted service it is (after a plane failure the moved
                 // flow's resends would otherwise share its new port evenly with new data).
-                let key = (!(urgent || has_retx), f.vtime);
+                let key = (!(urgent || has_retx), !flow_ready, f.vtime);
                 if (has_retx || can_new) && key < best_key {
                     best_key = key;
                     best = Some((i, has_retx));
@@ -1580,7 +1585,7 @@ impl Connection {
                 } else if f.urgent(new_ok) {
                     self.conn_pace_at()
                 } else {
-                    f.pace_at().max(self.next_send_at)
+                    self.next_send_at
                 };
                 at.max(self.port_pace_at(f.port))
             })

@@ -111,9 +111,10 @@ pub struct TransportConfig {
     /// back to back, and the connection delivers its share in clumps of `flows` packets. New
     /// data keeps to the connection's pacing clock exactly (no burst credit, so the first
     /// window leaves at the hinted rate instead of in one burst, and a connection whose window
-    /// reopens does not catch up above its share); a resend or a due tail-loss probe takes the
-    /// connection's next turn whatever its own flow's pacing says, with up to one base RTT of
-    /// credit after the first ACK.
+    /// reopens does not catch up above its share); the flows' own pacing clocks only decide
+    /// which flow takes a turn, never delay it. A resend or a due tail-loss probe takes the
+    /// connection's next turn ahead of new data, with up to one base RTT of credit after the
+    /// first ACK.
     pub flow_turns: bool,
     /// With more than one plane, the packets a connection hands to one NIC port leave at most
     /// at that port's rate (the line rate divided by the planes), whichever flows they belong
