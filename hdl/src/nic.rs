@@ -15,13 +15,15 @@
 //! extractor's length FIFO is nearly full; a MAC that cannot be held needs a FIFO in front (every frame is accounted, none is
 //! dropped silently inside the core). Two DMA write channels (payload placement and events) and
 //! one read channel (descriptors and transmit payload) leave the core; a shell muxes them onto
-//! its DMA engine (Corundum's DMA interface has separate read and write paths). `tuser` (MAC
+//! its DMA engine (Corundum's DMA interface has separate read and write paths). The MAC streams
+//! carry AXI4-Stream routing fields for a multi-port shell: `s_tid` says which port (plane) a
+//! received frame came in on, `m_tdest` which port a sent frame leaves on. `tuser` (MAC
 //! errors) is not carried yet: the model has no such input.
 
 use crate::constants;
 use crate::event_writer::EventWriter;
 use crate::regs::RegisterBlock;
-use crate::rx_engine::{CONN_BITS, RxEngine};
+use crate::rx_engine::{CONN_BITS, PORT_BITS, RxEngine};
 use crate::rx_parse::RxParser;
 use crate::rx_payload::RxPayload;
 use crate::tx_engine::TxEngine;
@@ -37,7 +39,7 @@ constants!(
 );
 
 /// Width of one parse result in the result FIFO.
-const RES_BITS: usize = 817;
+const RES_BITS: usize = 817 + PORT_BITS;
 
 /// The NIC core.
 #[derive(LogicBlock, Default)]
@@ -57,6 +59,9 @@ pub struct NicCore {
     pub s_tvalid: Signal<In, Bit>,
     /// MAC RX last beat.
     pub s_tlast: Signal<In, Bit>,
+    /// MAC RX `tid`: the port (plane) the frame comes in on, held for the whole frame (the
+    /// core samples it with the last beat).
+    pub s_tid: Signal<In, Bits<PORT_BITS>>,
     /// MAC RX ready.
     pub s_tready: Signal<Out, Bit>,
     /// MAC TX data.
@@ -67,6 +72,8 @@ pub struct NicCore {
     pub m_tvalid: Signal<Out, Bit>,
     /// MAC TX last beat.
     pub m_tlast: Signal<Out, Bit>,
+    /// MAC TX `tdest`: the port (plane) the frame leaves on, the same on all its beats.
+    pub m_tdest: Signal<Out, Bits<PORT_BITS>>,
     /// MAC TX ready.
     pub m_tready: Signal<In, Bit>,
 
@@ -223,6 +230,7 @@ impl Logic for NicCore {
         self.parser.s_tkeep.next = self.s_tkeep.val();
         self.parser.s_tvalid.next = self.rx_take.val();
         self.parser.s_tlast.next = self.s_tlast.val();
+        self.parser.s_tid.next = self.s_tid.val();
         self.parser.udp_port.next = self.regs.udp_port.val();
         self.buffer.write.next = self.rx_take.val();
         self.buffer.data_in.next = bit_cast::<65, 64>(self.s_tdata.val())
@@ -252,7 +260,8 @@ impl Logic for NicCore {
                 | (bit_cast::<RES_BITS, 24>(self.parser.out_psn.val()) << 377_u64)
                 | (bit_cast::<RES_BITS, 384>(self.parser.out_th.val()) << 401_u64)
                 | (bit_cast::<RES_BITS, 16>(self.parser.out_payload_offset.val()) << 785_u64)
-                | (bit_cast::<RES_BITS, 16>(self.parser.out_payload_len.val()) << 801_u64);
+                | (bit_cast::<RES_BITS, 16>(self.parser.out_payload_len.val()) << 801_u64)
+                | (bit_cast::<RES_BITS, PORT_BITS>(self.parser.out_port.val()) << 817_u64);
         }
         self.cuts.write.next = self.parser.out_valid.val();
         self.cuts.data_in.next = bit_cast::<32, 16>(self.parser.out_payload_offset.val())
@@ -276,6 +285,7 @@ impl Logic for NicCore {
         self.engine.pr_th.next = self.res.val().get_bits::<384>(401);
         self.engine.pr_payload_offset.next = self.res.val().get_bits::<16>(785);
         self.engine.pr_payload_len.next = self.res.val().get_bits::<16>(801);
+        self.engine.pr_port.next = self.res.val().get_bits::<PORT_BITS>(817);
         self.engine.rx_enable.next = self.regs.rx_enable.val();
         self.engine.ack_coalesce.next = self.regs.ack_coalesce.val();
         self.engine.ack_delay.next = self.regs.ack_delay.val();
@@ -361,6 +371,8 @@ impl Logic for NicCore {
             self.builder.req_th.next = self.engine.a_th.val();
             self.builder.req_th_len.next = self.engine.a_th_len.val();
             self.builder.req_payload_len.next = 0.into();
+            // Where its data came in (a timer ACK: where the flow's last data came in).
+            self.builder.req_port.next = self.engine.a_port.val();
         } else {
             self.builder.req_dst_mac.next = self.tx.f_dst_mac.val();
             self.builder.req_vlan.next = self.tx.f_vlan.val();
@@ -378,6 +390,8 @@ impl Logic for NicCore {
             self.builder.req_th.next = self.tx.f_th.val();
             self.builder.req_th_len.next = self.tx.f_th_len.val();
             self.builder.req_payload_len.next = self.tx.f_payload_len.val();
+            // Where the descriptor says.
+            self.builder.req_port.next = self.tx.f_port.val();
         }
         self.builder.s_pay_tdata.next = self.tx.p_tdata.val();
         self.builder.s_pay_tvalid.next = self.tx.p_tvalid.val();
@@ -386,6 +400,7 @@ impl Logic for NicCore {
         self.m_tkeep.next = self.builder.m_tkeep.val();
         self.m_tvalid.next = self.builder.m_tvalid.val();
         self.m_tlast.next = self.builder.m_tlast.val();
+        self.m_tdest.next = self.builder.m_tdest.val();
         self.builder.m_tready.next = self.m_tready.val();
 
         // ---- Events.

@@ -82,6 +82,17 @@ const _: () = {
 pub const SLOT_BITS: usize = 3;
 /// Receive buffers per Tag context: 2^4.
 pub const RECV_BITS: usize = 4;
+/// Width of a port number on the MAC streams (`tid` in, `tdest` out) and inside the core.
+pub const PORT_BITS: usize = regs::PORT_BITS as usize;
+/// MAC ports (planes): [`regs::MAX_PORTS`] by default; `FERROCE_PORTS` (1..=8) at build time
+/// sets it. The count only bounds the descriptors' ports (a port at or beyond it is refused)
+/// and is reported in `CAP_PORTS`; every path carries [`PORT_BITS`] whatever the count.
+pub const PORTS: usize = size_bits(option_env!("FERROCE_PORTS"), regs::MAX_PORTS as usize);
+
+const _: () = assert!(
+    PORTS >= 1 && PORTS <= regs::MAX_PORTS as usize && regs::MAX_PORTS == 1 << regs::PORT_BITS,
+    "FERROCE_PORTS: 1..=8"
+);
 
 /// The table sizes of this engine, as the capability registers report them.
 pub fn table_sizes() -> TableSizes {
@@ -92,8 +103,7 @@ pub fn table_sizes() -> TableSizes {
         tags: 1 << TAG_BITS,
         msg_slots: 1 << SLOT_BITS,
         recv_depth: 1 << RECV_BITS,
-        // Not yet ported: one MAC port until the streams carry `tid`/`tdest`.
-        ports: 1,
+        ports: PORTS as u32,
     }
 }
 
@@ -276,7 +286,8 @@ enum St {
 // [19] imm valid, [63:32] MSN, [95:64] SSN, [127:96] message length, [160:128] bytes done,
 // [223:192] imm.
 // Flow metadata layout: [15:0] refused, [31:16] last entropy, [63:32] last timestamp,
-// [127:64] ACK deadline, [128] armed, [143:136] connection that armed it, [159:144] its flow.
+// [127:64] ACK deadline, [128] armed, [131:129] last port (the MAC port of the flow's last data
+// packet), [143:136] connection that armed it, [159:144] its flow.
 
 /// The receive engine.
 #[derive(LogicBlock, Default)]
@@ -330,6 +341,8 @@ pub struct RxEngine {
     pub pr_payload_offset: Signal<In, Bits<16>>,
     /// Payload length.
     pub pr_payload_len: Signal<In, Bits<16>>,
+    /// The MAC port the frame came in on (`tid`).
+    pub pr_port: Signal<In, Bits<PORT_BITS>>,
 
     /// The payload extractor's decision for the frame is offered (the extractor has the
     /// frame's header and payload lengths from its own queue and skips the headers meanwhile).
@@ -382,6 +395,9 @@ pub struct RxEngine {
     pub a_th: Signal<Out, Bits<384>>,
     /// Transport header length.
     pub a_th_len: Signal<Out, Bits<6>>,
+    /// The MAC port the ACK or NAK leaves on (`tdest`): the one its data came in on, or for a
+    /// timer ACK the one the flow's last data packet came in on.
+    pub a_port: Signal<Out, Bits<PORT_BITS>>,
 
     /// Event offered (64 bytes, byte i in bits 8i+7..8i).
     pub ev_valid: Signal<Out, Bit>,
@@ -452,6 +468,7 @@ pub struct RxEngine {
     sh_n_msn: Const<9, { th_shift(transport::nak::MSN.end) }>,
     sh_n_offset: Const<9, { th_shift(transport::nak::OFFSET.end) }>,
     sh_cm: Const<9, { th_shift(transport::CM_LEN) }>,
+    port_mask: Const<PORT_BITS, { (1 << PORT_BITS) - 1 }>,
     ft: FlowTable<FLOW_BITS>,
     conn_ram: RAM<Bits<448>, CONN_BITS>,
     rate_ram: RAM<Bits<32>, CONN_BITS>,
@@ -503,6 +520,7 @@ pub struct RxEngine {
     wr_done_q: DFF<Bit>,
     wr_error_q: DFF<Bit>,
     ack_entropy: DFF<Bits<16>>,
+    ack_port: DFF<Bits<PORT_BITS>>,
     ack_ts: DFF<Bits<32>>,
     ack_flow: DFF<Bits<16>>,
     ev: DFF<Bits<512>>,
@@ -520,6 +538,7 @@ pub struct RxEngine {
     a_opcode_q: DFF<Bits<8>>,
     a_th_len_q: DFF<Bits<6>>,
     a_src_port_q: DFF<Bits<16>>,
+    a_port_q: DFF<Bits<PORT_BITS>>,
     acc_pending: DFF<Bit>,
     acc_wait: DFF<Bit>,
     acc_done: DFF<Bit>,
@@ -639,6 +658,7 @@ impl Logic for RxEngine {
             wr_done_q,
             wr_error_q,
             ack_entropy,
+            ack_port,
             ack_ts,
             ack_flow,
             ev,
@@ -656,6 +676,7 @@ impl Logic for RxEngine {
             a_opcode_q,
             a_th_len_q,
             a_src_port_q,
+            a_port_q,
             acc_pending,
             acc_wait,
             acc_done,
@@ -807,6 +828,7 @@ impl Logic for RxEngine {
         self.a_psn.next = self.a_psn_q.q.val();
         self.a_th.next = self.a_th_q.q.val();
         self.a_th_len.next = self.a_th_len_q.q.val();
+        self.a_port.next = self.a_port_q.q.val();
 
         // ---- Slot fields.
         self.s_state.next = self.slot.q.val().get_bits::<2>(0);
@@ -996,11 +1018,14 @@ impl Logic for RxEngine {
             self.distance.d.next = self.ft.res_distance.val();
             self.opens_gap.d.next = self.ft.res_opens_gap.val();
         }
-        // The flow's metadata with this packet's entropy and timestamp: a timer ACK leaves on
-        // the entropy of the flow's last data packet and echoes its timestamp.
-        self.meta_fresh.next = (self.m_rd.val() & !0xFFFF_FFFF_FFFF_0000_u64.to_bits::<160>())
+        // The flow's metadata with this packet's entropy, port and timestamp: a timer ACK leaves
+        // on the entropy and port of the flow's last data packet and echoes its timestamp.
+        self.meta_fresh.next = (self.m_rd.val()
+            & !0xFFFF_FFFF_FFFF_0000_u64.to_bits::<160>()
+            & !(bit_cast::<160, PORT_BITS>(self.port_mask.val()) << 129_u64))
             | (bit_cast::<160, 16>(self.pr_src_port.val()) << 16_u64)
-            | (bit_cast::<160, 32>(self.d_ts.val()) << 32_u64);
+            | (bit_cast::<160, 32>(self.d_ts.val()) << 32_u64)
+            | (bit_cast::<160, PORT_BITS>(self.pr_port.val()) << 129_u64);
         self.meta_fresh_refused.next = (self.meta_fresh.val() & !0xFFFF_u64.to_bits::<160>())
             | bit_cast::<160, 16>(self.meta_fresh.val().get_bits::<16>(0) + 1_u64);
         // Idle takes up the head frame when nothing else has priority.
@@ -1071,6 +1096,7 @@ impl Logic for RxEngine {
                         self.ev_w.next = bit_cast::<512, 8>(self.k.ev_cm.val())
                             | (bit_cast::<512, 1>(self.pr_ipv6.val().into()) << 8_u64)
                             | (bit_cast::<512, 1>(self.pr_vlan.val().into()) << 9_u64)
+                            | (bit_cast::<512, PORT_BITS>(self.pr_port.val()) << 12_u64)
                             | (bit_cast::<512, 16>(self.pr_src_port.val()) << 16_u64)
                             | (bit_cast::<512, 24>(self.pr_dest_conn.val()) << 32_u64)
                             | (bit_cast::<512, 48>(self.mac_sw.val()) << 64_u64)
@@ -1307,6 +1333,7 @@ impl Logic for RxEngine {
                     self.meta.d.next = self.meta_fresh.val();
                     self.meta_old_armed.d.next = self.m_rd.val().get_bit(128);
                     self.ack_entropy.d.next = self.pr_src_port.val();
+                    self.ack_port.d.next = self.pr_port.val();
                     self.ack_ts.d.next = self.d_ts.val();
                     self.ack_flow.d.next = self.d_flow.val();
                     if (self.d_tag.val() >= self.c_tag_count.val())
@@ -1423,6 +1450,7 @@ impl Logic for RxEngine {
                         self.a_opcode_q.d.next = self.k.op_nak.val();
                         self.a_psn_q.d.next = self.pr_psn.val();
                         self.a_src_port_q.d.next = self.pr_src_port.val();
+                        self.a_port_q.d.next = self.pr_port.val();
                         self.a_th_len_q.d.next = self.k.nak_len.val();
                         self.a_th_q.d.next = (bit_cast::<384, 16>(self.d_flow.val())
                             << self.sh_n_flow.val())
@@ -1564,6 +1592,7 @@ impl Logic for RxEngine {
                                 self.a_opcode_q.d.next = self.k.op_ack.val();
                                 self.a_psn_q.d.next = self.ft.res_cum.val();
                                 self.a_src_port_q.d.next = self.ack_entropy.q.val();
+                                self.a_port_q.d.next = self.ack_port.q.val();
                                 self.a_th_len_q.d.next = self.k.ack_len.val();
                                 // The ACK's transport header from the flow-table result on display (after an
                                 // ACK step, or after the accept that an ACK follows: the same state).
@@ -1627,6 +1656,7 @@ impl Logic for RxEngine {
                         self.a_opcode_q.d.next = self.k.op_ack.val();
                         self.a_psn_q.d.next = self.ft.res_cum.val();
                         self.a_src_port_q.d.next = self.ack_entropy.q.val();
+                        self.a_port_q.d.next = self.ack_port.q.val();
                         self.a_th_len_q.d.next = self.k.ack_len.val();
                         // The ACK's transport header, as in Accept.
                         self.ack_th.next = (bit_cast::<384, 16>(self.ack_flow.q.val())
@@ -1709,6 +1739,7 @@ impl Logic for RxEngine {
                     self.meta_old_armed.d.next = self.m_rd.val().get_bit(128);
                     self.conn_addr.d.next = self.m_rd.val().get_bits::<CONN_BITS>(136);
                     self.ack_entropy.d.next = self.m_rd.val().get_bits::<16>(16);
+                    self.ack_port.d.next = self.m_rd.val().get_bits::<PORT_BITS>(129);
                     self.ack_ts.d.next = self.m_rd.val().get_bits::<32>(32);
                     self.ack_flow.d.next = self.m_rd.val().get_bits::<16>(144);
                     self.state.d.next = St::ScanNext;

@@ -29,6 +29,7 @@
 //! Not yet handled: `tuser` (MAC-reported errors) is ignored; the model has no such input yet.
 
 use crate::crc::{Crc32Full, RESIDUE, crc32_update};
+use crate::rx_engine::PORT_BITS;
 use ferroce_proto::wire::{
     ParseError, bth, ethernet, icrc, ip,
     transport::{ACK_LEN, CM_LEN, FDH_LEN, IMM_LEN, NAK_LEN, RETH_LEN},
@@ -59,6 +60,9 @@ pub struct RxParser {
     pub s_tvalid: Signal<In, Bit>,
     /// Last beat of the frame.
     pub s_tlast: Signal<In, Bit>,
+    /// AXI4-Stream `tid`: the MAC port (plane) the frame came in on, sampled with its last
+    /// beat (AXI4-Stream holds it for the whole packet).
+    pub s_tid: Signal<In, Bits<PORT_BITS>>,
     /// Always high: the parser takes one beat per cycle.
     pub s_tready: Signal<Out, Bit>,
     /// The ferroce UDP destination port (register `UDP_PORT`).
@@ -103,6 +107,8 @@ pub struct RxParser {
     pub out_payload_offset: Signal<Out, Bits<16>>,
     /// Payload length.
     pub out_payload_len: Signal<Out, Bits<16>>,
+    /// The port the frame came in on (`s_tid`).
+    pub out_port: Signal<Out, Bits<PORT_BITS>>,
 
     // Constants from the specification (one source: ferroce-proto).
     k_crc_lrh: Constant<Bits<32>>,
@@ -161,6 +167,7 @@ pub struct RxParser {
     // End-of-frame stages.
     end1: DFF<Bit>,
     flen1: DFF<Bits<16>>,
+    port1: DFF<Bits<PORT_BITS>>,
     valid2: DFF<Bit>,
     err2: DFF<Bits<4>>,
     flen2: DFF<Bits<16>>,
@@ -180,12 +187,14 @@ pub struct RxParser {
     th2: DFF<Bits<384>>,
     poff2: DFF<Bits<16>>,
     plen2: DFF<Bits<16>>,
+    port2: DFF<Bits<PORT_BITS>>,
     snap: DFF<Bits<1024>>,
     snap_len: DFF<Bits<16>>,
     snap_valid: DFF<Bit>,
     snap_vlan: DFF<Bit>,
     snap_v4: DFF<Bit>,
     snap_v6: DFF<Bit>,
+    snap_port: DFF<Bits<PORT_BITS>>,
     // Stage A of the checks (fields and sums after the framing shifts).
     a_valid: DFF<Bit>,
     a_flen: DFF<Bits<17>>,
@@ -223,6 +232,7 @@ pub struct RxParser {
     a_qp: DFF<Bits<24>>,
     a_psn: DFF<Bits<24>>,
     a_th: DFF<Bits<384>>,
+    a_port: DFF<Bits<PORT_BITS>>,
     icrc_bad2: DFF<Bit>,
     crc3: DFF<Bits<32>>,
     lanes3: DFF<Bits<8>>,
@@ -304,6 +314,7 @@ impl Default for RxParser {
             s_tkeep: Default::default(),
             s_tvalid: Default::default(),
             s_tlast: Default::default(),
+            s_tid: Default::default(),
             s_tready: Default::default(),
             udp_port: Default::default(),
             out_valid: Default::default(),
@@ -325,6 +336,7 @@ impl Default for RxParser {
             out_th: Default::default(),
             out_payload_offset: Default::default(),
             out_payload_len: Default::default(),
+            out_port: Default::default(),
             k_crc_lrh: k(CRC_AFTER_LRH as u64),
             k_crc_good: core::array::from_fn(|m| k(crc_good(m + 1) as u64)),
             k_vlan: k(ethernet::ETHERTYPE_VLAN as u64),
@@ -376,6 +388,7 @@ impl Default for RxParser {
             crc_unit: Default::default(),
             end1: Default::default(),
             flen1: Default::default(),
+            port1: Default::default(),
             valid2: Default::default(),
             err2: Default::default(),
             flen2: Default::default(),
@@ -395,12 +408,14 @@ impl Default for RxParser {
             th2: Default::default(),
             poff2: Default::default(),
             plen2: Default::default(),
+            port2: Default::default(),
             snap: Default::default(),
             snap_len: Default::default(),
             snap_valid: Default::default(),
             snap_vlan: Default::default(),
             snap_v4: Default::default(),
             snap_v6: Default::default(),
+            snap_port: Default::default(),
             a_valid: Default::default(),
             a_flen: Default::default(),
             a_vlan: Default::default(),
@@ -437,6 +452,7 @@ impl Default for RxParser {
             a_qp: Default::default(),
             a_psn: Default::default(),
             a_th: Default::default(),
+            a_port: Default::default(),
             icrc_bad2: Default::default(),
             crc3: Default::default(),
             lanes3: Default::default(),
@@ -495,6 +511,7 @@ impl Logic for RxParser {
             crc_lanes,
             end1,
             flen1,
+            port1,
             valid2,
             err2,
             flen2,
@@ -514,6 +531,7 @@ impl Logic for RxParser {
             th2,
             poff2,
             plen2,
+            port2,
             crc3,
             lanes3,
             vp_go,
@@ -526,6 +544,7 @@ impl Logic for RxParser {
             snap_vlan,
             snap_v4,
             snap_v6,
+            snap_port,
             a_valid,
             a_flen,
             a_vlan,
@@ -562,6 +581,7 @@ impl Logic for RxParser {
             a_qp,
             a_psn,
             a_th,
+            a_port,
             icrc_bad2
         );
         for i in 0_usize..16 {
@@ -596,6 +616,7 @@ impl Logic for RxParser {
                 self.bytes.d.next = 0.into();
                 self.end1.d.next = true;
                 self.flen1.d.next = self.bytes.q.val() + self.keep_count.val();
+                self.port1.d.next = self.s_tid.val();
             } else {
                 if self.beat.q.val() != 16_u64 {
                     self.beat.d.next = self.beat.q.val() + 1_u64;
@@ -748,6 +769,7 @@ impl Logic for RxParser {
                 | (bit_cast::<1024, 64>(self.h[14].q.val()) << 64_u64)
                 | bit_cast::<1024, 64>(self.h[15].q.val());
             self.snap_len.d.next = self.flen1.q.val();
+            self.snap_port.d.next = self.port1.q.val();
             // The framing, decided here from the capture registers so that the wide shifts
             // below are steered straight from flip-flops.
             self.snap_vlan.d.next = self.h[1].q.val().get_bits::<16>(16) == self.k_vlan.val();
@@ -884,6 +906,7 @@ impl Logic for RxParser {
         self.a_qp.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 47 - 24);
         self.a_psn.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 51 - 24);
         self.a_th.d.next = self.f4.val().get_bits::<384>(1024 - 8 * 54 - 384);
+        self.a_port.d.next = self.snap_port.q.val();
 
         // ---- Stage B: the length compares and the first failing check, from registers only.
         self.folded.next = (self.a_sum.q.val() & 0xFFFF_u64) + (self.a_sum.q.val() >> 16_u64);
@@ -990,6 +1013,7 @@ impl Logic for RxParser {
         self.th2.d.next = self.a_th.q.val();
         self.poff2.d.next = self.a_poff.q.val();
         self.plen2.d.next = bit_cast::<16, 17>(self.a_ip_total.q.val() - self.a_hl_th.q.val());
+        self.port2.d.next = self.a_port.q.val();
         if self.reset.val() {
             self.beat.d.next = 0.into();
             self.bytes.d.next = 0.into();
@@ -1019,5 +1043,6 @@ impl Logic for RxParser {
         self.out_th.next = self.th2.q.val();
         self.out_payload_offset.next = self.poff2.q.val();
         self.out_payload_len.next = self.plen2.q.val();
+        self.out_port.next = self.port2.q.val();
     }
 }

@@ -14,7 +14,8 @@
 //!    model); descriptor reads issued after the faulted batch are dropped as they return;
 //! 2. the front end takes the descriptors in ring order: decode, the connection's valid bit
 //!    and flow count from its own copy of the table, the checks in the model's order (opcode,
-//!    connection, then for CM the length, for data the flow and the lengths), and for a
+//!    connection, port (byte 60 against the port count), then for CM the length, for data the
+//!    flow and the lengths), and for a
 //!    descriptor that passes with bytes to read, the read: a payload into the payload ring
 //!    buffer once the buffer has room for all of it, a CM message's 32 bytes into the CM
 //!    register (one CM message at a time: the front end waits while the one before is not
@@ -55,6 +56,7 @@
 //! `to_words`) in the constructor, which also asserts that every field is a contiguous
 //! little-endian slice, so a layout change there moves the hardware with it or fails loudly.
 
+use crate::rx_engine::{PORT_BITS, table_sizes};
 use crate::tx_frame::TxFrameBuilder;
 use ferroce_proto::hsi::{
     ConnectionEntry, Counter, Event, MAX_PAYLOAD_LEN, TX_DESCRIPTOR_LEN, TxDescriptor,
@@ -224,6 +226,8 @@ pub struct TxEngine<const C: usize> {
     pub f_th_len: Signal<Out, Bits<6>>,
     /// Payload length.
     pub f_payload_len: Signal<Out, Bits<14>>,
+    /// The MAC port the frame leaves on: the descriptor's port.
+    pub f_port: Signal<Out, Bits<PORT_BITS>>,
     /// Payload stream to the builder, packed from lane 0.
     pub p_tdata: Signal<Out, Bits<64>>,
     /// Payload beat valid.
@@ -311,6 +315,9 @@ pub struct TxEngine<const C: usize> {
     k_r_bad_flow: Constant<Bits<8>>,
     k_r_bad_length: Constant<Bits<8>>,
     k_r_dma: Constant<Bits<8>>,
+    k_r_bad_port: Constant<Bits<8>>,
+    k_ports: Constant<Bits<8>>,
+    k_d_port: Constant<Bits<10>>,
     k_c_bad_desc: Constant<Bits<6>>,
     k_c_packets: Constant<Bits<6>>,
     k_c_bytes: Constant<Bits<6>>,
@@ -388,6 +395,7 @@ pub struct TxEngine<const C: usize> {
     imm_at: DFF<Bits<9>>,
     conn_ok: DFF<Bit>,
     len_bad: DFF<Bit>,
+    port_bad: DFF<Bit>,
     chk_q: DFF<Bits<17>>,
     fbeats: DFF<Bits<PTR_BITS>>,
     req_addr: DFF<Bits<64>>,
@@ -430,6 +438,7 @@ pub struct TxEngine<const C: usize> {
     j_th: DFF<Bits<384>>,
     j_thlen: DFF<Bits<6>>,
     j_plen: DFF<Bits<14>>,
+    j_port: DFF<Bits<PORT_BITS>>,
     j_beats: DFF<Bits<PTR_BITS>>,
     j_start: DFF<Bits<PTR_BITS>>,
     streaming: DFF<Bit>,
@@ -449,6 +458,7 @@ pub struct TxEngine<const C: usize> {
     g_plen: Signal<Local, Bits<32>>,
     g_laddr: Signal<Local, Bits<64>>,
     g_end33: Signal<Local, Bits<33>>,
+    g_port: Signal<Local, Bits<8>>,
     c_valid: Signal<Local, Bit>,
     c_fcount: Signal<Local, Bits<16>>,
     d_opcode: Signal<Local, Bits<8>>,
@@ -466,6 +476,7 @@ pub struct TxEngine<const C: usize> {
     d_imm: Signal<Local, Bits<32>>,
     d_va: Signal<Local, Bits<64>>,
     d_rkey: Signal<Local, Bits<32>>,
+    d_port: Signal<Local, Bits<8>>,
     e_ipv6: Signal<Local, Bit>,
     e_vlan: Signal<Local, Bit>,
     e_tci: Signal<Local, Bits<16>>,
@@ -611,9 +622,10 @@ fn th_lsb(r: core::ops::Range<usize>) -> Constant<Bits<9>> {
     k((384 - 8 * r.end) as u64)
 }
 
-const TX_ERROR_REASONS: [TxErrorReason; 5] = [
+const TX_ERROR_REASONS: [TxErrorReason; 6] = [
     TxErrorReason::BadOpcode,
     TxErrorReason::UnknownConnection,
+    TxErrorReason::BadPort,
     TxErrorReason::BadFlow,
     TxErrorReason::BadLength,
     TxErrorReason::DmaError,
@@ -694,6 +706,7 @@ impl<const C: usize> Default for TxEngine<C> {
             f_th: Default::default(),
             f_th_len: Default::default(),
             f_payload_len: Default::default(),
+            f_port: Default::default(),
             p_tdata: Default::default(),
             p_tvalid: Default::default(),
             p_tready: Default::default(),
@@ -791,6 +804,9 @@ impl<const C: usize> Default for TxEngine<C> {
             k_r_bad_flow: r(TxErrorReason::BadFlow),
             k_r_bad_length: r(TxErrorReason::BadLength),
             k_r_dma: r(TxErrorReason::DmaError),
+            k_r_bad_port: r(TxErrorReason::BadPort),
+            k_ports: k(table_sizes().ports as u64),
+            k_d_port: desc_field(8, |d, v| d.port = v as u8),
             k_c_bad_desc: k(Counter::TxBadDescriptor as u64),
             k_c_packets: k(Counter::TxPackets as u64),
             k_c_bytes: k(Counter::TxBytes as u64),
@@ -849,6 +865,7 @@ impl<const C: usize> Default for TxEngine<C> {
             imm_at: Default::default(),
             conn_ok: Default::default(),
             len_bad: Default::default(),
+            port_bad: Default::default(),
             chk_q: Default::default(),
             fbeats: Default::default(),
             req_addr: Default::default(),
@@ -886,6 +903,7 @@ impl<const C: usize> Default for TxEngine<C> {
             j_th: Default::default(),
             j_thlen: Default::default(),
             j_plen: Default::default(),
+            j_port: Default::default(),
             j_beats: Default::default(),
             j_start: Default::default(),
             streaming: Default::default(),
@@ -904,6 +922,7 @@ impl<const C: usize> Default for TxEngine<C> {
             g_plen: Default::default(),
             g_laddr: Default::default(),
             g_end33: Default::default(),
+            g_port: Default::default(),
             c_valid: Default::default(),
             c_fcount: Default::default(),
             d_opcode: Default::default(),
@@ -921,6 +940,7 @@ impl<const C: usize> Default for TxEngine<C> {
             d_imm: Default::default(),
             d_va: Default::default(),
             d_rkey: Default::default(),
+            d_port: Default::default(),
             e_ipv6: Default::default(),
             e_vlan: Default::default(),
             e_tci: Default::default(),
@@ -1007,11 +1027,12 @@ impl<const C: usize> Logic for TxEngine<C> {
             self, clock, fetch, fetched, pf_addr, pf_n, pf_arm, single, desc_out, desc_drop, dbeat,
             tq_desc, tq_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done, rc_used, pres, pwr, hend,
             low_q, cm, cm_busy, lf, la_run, la_cnt, nf, nf_bad, nf_valid, fstate, fdesc, f, op_ok,
-            is_cm, is_write, has_imm, thlen, imm_at, conn_ok, len_bad, chk_q, fbeats, req_addr,
-            req_len, lb, lb_run, lb_cnt, nb, nj, nb_valid, state, head, stale, desc, job, conn_q,
-            reason, th, j_valid, j_dst_mac, j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp,
-            j_sport, j_dport, j_opcode, j_se, j_dest, j_ack, j_psn, j_th, j_thlen, j_plen, j_beats,
-            j_start, streaming, left, rptr, pend, pend_start, pend_beats, cb_pend, cb_amount
+            is_cm, is_write, has_imm, thlen, imm_at, conn_ok, len_bad, port_bad, chk_q, fbeats,
+            req_addr, req_len, lb, lb_run, lb_cnt, nb, nj, nb_valid, state, head, stale, desc, job,
+            conn_q, reason, th, j_valid, j_dst_mac, j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip,
+            j_dscp, j_sport, j_dport, j_opcode, j_se, j_dest, j_ack, j_psn, j_th, j_thlen, j_plen,
+            j_port, j_beats, j_start, streaming, left, rptr, pend, pend_start, pend_beats, cb_pend,
+            cb_amount
         );
         self.ctab.read_clock.next = self.clock.val();
         self.ctab.write_clock.next = self.clock.val();
@@ -1057,6 +1078,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.f_th.next = self.j_th.q.val();
         self.f_th_len.next = self.j_thlen.q.val();
         self.f_payload_len.next = self.j_plen.q.val();
+        self.f_port.next = self.j_port.q.val();
         self.p_tvalid.next = self.streaming.q.val();
         self.p_tdata.next = self.pbuf.read_data.val();
         self.pbuf.write_enable.next = false;
@@ -1109,6 +1131,11 @@ impl<const C: usize> Logic for TxEngine<C> {
             .get_bits::<64>(self.k_d_laddr.val().index());
         self.g_end33.next =
             bit_cast::<33, 32>(self.g_offset.val()) + bit_cast::<33, 32>(self.g_plen.val());
+        self.g_port.next = self
+            .fdesc
+            .q
+            .val()
+            .get_bits::<8>(self.k_d_port.val().index());
         self.d_opcode.next = self
             .desc
             .q
@@ -1160,6 +1187,7 @@ impl<const C: usize> Logic for TxEngine<C> {
             .q
             .val()
             .get_bits::<32>(self.k_d_rkey.val().index());
+        self.d_port.next = self.desc.q.val().get_bits::<8>(self.k_d_port.val().index());
 
         // ---- Connection table: table words in, the internal entry layout stored:
         // 0 valid | 1 ipv6 | 2 vlan | 3..19 TCI | 19..25 DSCP | 25..49 peer connection |
@@ -1501,6 +1529,8 @@ impl<const C: usize> Logic for TxEngine<C> {
                     bit_cast::<33, 32>(self.g_conn.val()) < self.k_conn_limit.val();
                 self.len_bad.d.next = (self.g_plen.val() > self.k_max_plen.val())
                     | (self.g_end33.val() > bit_cast::<33, 32>(self.g_msg_len.val()));
+                // The whole byte counts: port 8 or 255 is as bad as any port past the count.
+                self.port_bad.d.next = self.g_port.val() >= self.k_ports.val();
                 self.fstate.d.next = FState::Conn;
             }
             FState::Conn => {
@@ -1519,6 +1549,10 @@ impl<const C: usize> Logic for TxEngine<C> {
                     self.jw_en.next = true;
                     self.jw_refuse.next = true;
                     self.jw_reason.next = self.k_r_unknown.val();
+                } else if self.port_bad.q.val() {
+                    self.jw_en.next = true;
+                    self.jw_refuse.next = true;
+                    self.jw_reason.next = self.k_r_bad_port.val();
                 } else if self.is_cm.q.val() {
                     if self.g_plen.val() != self.k_cm_len.val() {
                         self.jw_en.next = true;
@@ -1797,6 +1831,7 @@ impl<const C: usize> Logic for TxEngine<C> {
                         bit_cast::<24, 32>(self.d_fsn.val() & self.k_fsn_mask.val());
                     self.j_th.d.next = self.th.q.val();
                     self.j_thlen.d.next = self.b_thlen.val();
+                    self.j_port.d.next = self.d_port.val().get_bits::<PORT_BITS>(0);
                     self.j_start.d.next = self.hend.q.val();
                     if self.b_is_cm.val() {
                         self.j_plen.d.next = 0.into();
@@ -1993,6 +2028,8 @@ pub struct TxPath {
     pub m_tvalid: Signal<Out, Bit>,
     /// Last beat.
     pub m_tlast: Signal<Out, Bit>,
+    /// The frame's MAC port (the descriptor's), on every beat.
+    pub m_tdest: Signal<Out, Bits<PORT_BITS>>,
     /// The MAC takes the beat.
     pub m_tready: Signal<In, Bit>,
     engine: TxEngine<TX_PATH_CONN_BITS>,
@@ -2054,6 +2091,7 @@ impl Logic for TxPath {
         self.builder.req_th.next = self.engine.f_th.val();
         self.builder.req_th_len.next = self.engine.f_th_len.val();
         self.builder.req_payload_len.next = self.engine.f_payload_len.val();
+        self.builder.req_port.next = self.engine.f_port.val();
         self.builder.s_pay_tdata.next = self.engine.p_tdata.val();
         self.builder.s_pay_tvalid.next = self.engine.p_tvalid.val();
         self.engine.p_tready.next = self.builder.s_pay_tready.val();
@@ -2062,6 +2100,7 @@ impl Logic for TxPath {
         self.m_tkeep.next = self.builder.m_tkeep.val();
         self.m_tvalid.next = self.builder.m_tvalid.val();
         self.m_tlast.next = self.builder.m_tlast.val();
+        self.m_tdest.next = self.builder.m_tdest.val();
         self.builder.m_tready.next = self.m_tready.val();
         // The builder is ready for a request only when idle, i.e. once its last frame is out.
         self.busy.next = self.engine.busy.val() | self.builder.busy.val();

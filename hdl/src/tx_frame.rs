@@ -20,14 +20,16 @@
 //!   after its last beat, while the next frame's first two beats (which carry no ICRC bytes) are
 //!   generated, so the two frames never need the CRC step in the same cycle;
 //! - output: a three-stage elastic buffer. Each beat carries its frame's parity; two output
-//!   contexts (frame length, beat count, ICRC) by parity let one frame drain while the next
-//!   is generated. A beat holding ICRC lanes is offered only once its frame's CRC is complete.
+//!   contexts (frame length, beat count, ICRC, MAC port) by parity let one frame drain while
+//!   the next is generated. `m_tdest` is the port of the context of the beat on offer, so
+//!   every beat of a frame carries the same one. A beat holding ICRC lanes is offered only once its frame's CRC is complete.
 //!
 //! Back-pressure: generation stops when the buffer is full or a needed payload beat is
 //! missing; the output follows AXI4-Stream rules (a beat, once offered, stays until taken).
 //! The payload stream is the concatenation of the frames' payloads in request order.
 
 use crate::crc::{Crc32Full, Crc32Tail};
+use crate::rx_engine::PORT_BITS;
 use crate::rx_parse::{CRC_AFTER_LRH, stream_mask};
 use ferroce_proto::model::TX_TTL;
 use ferroce_proto::wire::{bth, ethernet, ip};
@@ -82,6 +84,8 @@ pub struct TxFrameBuilder {
     pub req_th_len: Signal<In, Bits<6>>,
     /// Payload length in bytes.
     pub req_payload_len: Signal<In, Bits<14>>,
+    /// The MAC port the frame leaves on (`m_tdest`).
+    pub req_port: Signal<In, Bits<PORT_BITS>>,
     /// Payload stream, packed from lane 0 (only the valid bytes of the last beat count).
     pub s_pay_tdata: Signal<In, Bits<64>>,
     /// Payload beat valid.
@@ -96,6 +100,9 @@ pub struct TxFrameBuilder {
     pub m_tvalid: Signal<Out, Bit>,
     /// Last beat.
     pub m_tlast: Signal<Out, Bit>,
+    /// AXI4-Stream `tdest`: the MAC port of the frame (the request's `req_port`), the same on
+    /// every beat of a frame.
+    pub m_tdest: Signal<Out, Bits<PORT_BITS>>,
     /// The receiver takes the beat.
     pub m_tready: Signal<In, Bit>,
     /// A request, a frame or a beat is still inside.
@@ -133,6 +140,7 @@ pub struct TxFrameBuilder {
     r_plen: DFF<Bits<16>>,
     r_l4len: DFF<Bits<16>>,
     r_ck: DFF<Bits<20>>,
+    r_port: DFF<Bits<PORT_BITS>>,
 
     // The next frame, assembled.
     nx_valid: DFF<Bit>,
@@ -147,6 +155,7 @@ pub struct TxFrameBuilder {
     nx_vlan: DFF<Bit>,
     nx_v6: DFF<Bit>,
     nx_plen: DFF<Bits<16>>,
+    nx_port: DFF<Bits<PORT_BITS>>,
 
     // The frame being generated.
     g_valid: DFF<Bit>,
@@ -191,11 +200,13 @@ pub struct TxFrameBuilder {
     o0_flen: DFF<Bits<16>>,
     o0_nbeats: DFF<Bits<13>>,
     o0_crc: DFF<Bits<32>>,
+    o0_port: DFF<Bits<PORT_BITS>>,
     o1_live: DFF<Bit>,
     o1_done: DFF<Bit>,
     o1_flen: DFF<Bits<16>>,
     o1_nbeats: DFF<Bits<13>>,
     o1_crc: DFF<Bits<32>>,
+    o1_port: DFF<Bits<PORT_BITS>>,
 
     // The output buffer.
     d1_valid: DFF<Bit>,
@@ -267,6 +278,7 @@ pub struct TxFrameBuilder {
     o_flen: Signal<Local, Bits<16>>,
     o_nbeats: Signal<Local, Bits<13>>,
     o_crc: Signal<Local, Bits<32>>,
+    o_port: Signal<Local, Bits<PORT_BITS>>,
     o_done: Signal<Local, Bit>,
     last3: Signal<Local, Bit>,
     icrc: Signal<Local, Bits<32>>,
@@ -306,6 +318,7 @@ impl Default for TxFrameBuilder {
             req_th: Default::default(),
             req_th_len: Default::default(),
             req_payload_len: Default::default(),
+            req_port: Default::default(),
             s_pay_tdata: Default::default(),
             s_pay_tvalid: Default::default(),
             s_pay_tready: Default::default(),
@@ -313,6 +326,7 @@ impl Default for TxFrameBuilder {
             m_tkeep: Default::default(),
             m_tvalid: Default::default(),
             m_tlast: Default::default(),
+            m_tdest: Default::default(),
             m_tready: Default::default(),
             busy: Default::default(),
             k_crc_lrh: k(CRC_AFTER_LRH as u64),
@@ -345,6 +359,7 @@ impl Default for TxFrameBuilder {
             r_plen: Default::default(),
             r_l4len: Default::default(),
             r_ck: Default::default(),
+            r_port: Default::default(),
             nx_valid: Default::default(),
             nx_hdr: Default::default(),
             nx_hlen: Default::default(),
@@ -357,6 +372,7 @@ impl Default for TxFrameBuilder {
             nx_vlan: Default::default(),
             nx_v6: Default::default(),
             nx_plen: Default::default(),
+            nx_port: Default::default(),
             g_valid: Default::default(),
             g_par: Default::default(),
             hdr: Default::default(),
@@ -393,11 +409,13 @@ impl Default for TxFrameBuilder {
             o0_flen: Default::default(),
             o0_nbeats: Default::default(),
             o0_crc: Default::default(),
+            o0_port: Default::default(),
             o1_live: Default::default(),
             o1_done: Default::default(),
             o1_flen: Default::default(),
             o1_nbeats: Default::default(),
             o1_crc: Default::default(),
+            o1_port: Default::default(),
             d1_valid: Default::default(),
             d1_data: Default::default(),
             d1_k: Default::default(),
@@ -466,6 +484,7 @@ impl Default for TxFrameBuilder {
             o_flen: Default::default(),
             o_nbeats: Default::default(),
             o_crc: Default::default(),
+            o_port: Default::default(),
             o_done: Default::default(),
             last3: Default::default(),
             icrc: Default::default(),
@@ -504,6 +523,7 @@ impl Logic for TxFrameBuilder {
             r_plen,
             r_l4len,
             r_ck,
+            r_port,
             nx_valid,
             nx_hdr,
             nx_hlen,
@@ -516,6 +536,7 @@ impl Logic for TxFrameBuilder {
             nx_vlan,
             nx_v6,
             nx_plen,
+            nx_port,
             g_valid,
             g_par,
             hdr,
@@ -552,11 +573,13 @@ impl Logic for TxFrameBuilder {
             o0_flen,
             o0_nbeats,
             o0_crc,
+            o0_port,
             o1_live,
             o1_done,
             o1_flen,
             o1_nbeats,
             o1_crc,
+            o1_port,
             d1_valid,
             d1_data,
             d1_k,
@@ -615,6 +638,7 @@ impl Logic for TxFrameBuilder {
             self.r_th.d.next = self.req_th.val();
             self.r_thlen.d.next = bit_cast::<16, 6>(self.req_th_len.val());
             self.r_plen.d.next = bit_cast::<16, 14>(self.req_payload_len.val());
+            self.r_port.d.next = self.req_port.val();
         }
 
         // ---- Header assembly from the registered request. Only a registered request is ever
@@ -747,11 +771,13 @@ impl Logic for TxFrameBuilder {
             self.o_flen.next = self.o1_flen.q.val();
             self.o_nbeats.next = self.o1_nbeats.q.val();
             self.o_crc.next = self.o1_crc.q.val();
+            self.o_port.next = self.o1_port.q.val();
             self.o_done.next = self.o1_done.q.val();
         } else {
             self.o_flen.next = self.o0_flen.q.val();
             self.o_nbeats.next = self.o0_nbeats.q.val();
             self.o_crc.next = self.o0_crc.q.val();
+            self.o_port.next = self.o0_port.q.val();
             self.o_done.next = self.o0_done.q.val();
         }
         self.pay_ok.next = !self.need_pay.val() | self.s_pay_tvalid.val();
@@ -803,6 +829,7 @@ impl Logic for TxFrameBuilder {
             self.nx_vlan.d.next = self.r_vlan.q.val();
             self.nx_v6.d.next = self.r_v6.q.val();
             self.nx_plen.d.next = self.r_plen.q.val();
+            self.nx_port.d.next = self.r_port.q.val();
         } else if self.load.val() {
             self.nx_valid.d.next = false;
         }
@@ -983,11 +1010,13 @@ impl Logic for TxFrameBuilder {
                 self.o0_done.d.next = false;
                 self.o0_flen.d.next = self.nx_flen.q.val();
                 self.o0_nbeats.d.next = self.nx_nbeats.q.val();
+                self.o0_port.d.next = self.nx_port.q.val();
             } else {
                 self.o1_live.d.next = true;
                 self.o1_done.d.next = false;
                 self.o1_flen.d.next = self.nx_flen.q.val();
                 self.o1_nbeats.d.next = self.nx_nbeats.q.val();
+                self.o1_port.d.next = self.nx_port.q.val();
             }
         }
         if self.reset.val() {
@@ -1030,6 +1059,7 @@ impl Logic for TxFrameBuilder {
         self.m_tdata.next = self.out_data.val();
         self.m_tkeep.next = self.out_keep.val();
         self.m_tlast.next = self.d3_valid.q.val() & self.last3.val();
+        self.m_tdest.next = self.o_port.val();
         self.busy.next = self.r_valid.q.val()
             | self.nx_valid.q.val()
             | self.g_valid.q.val()

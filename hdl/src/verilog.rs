@@ -61,6 +61,8 @@ pub fn harness_constants() -> Vec<(&'static str, u64)> {
         ("FLOW_CLASS_NEW", f::CLASS_NEW),
         ("FLOW_CLASS_OUT_OF_WINDOW", f::CLASS_OUT_OF_WINDOW),
         ("FLOW_TABLE_ADDR_BITS", FLOW_TABLE_ADDR_BITS as u64),
+        // The port count of every block that checks ports (the core and the transmit path).
+        ("PORTS", crate::rx_engine::table_sizes().ports as u64),
     ]
 }
 

@@ -1,6 +1,8 @@
 //! A second simulator for the whole core: a run of the RTL NIC under Verilator (reset, register
 //! and table programming over AXI4-Lite, received Writes and Sends placed by DMA, a damaged
-//! frame, an ACK and a CM frame, ACK timers, transmitted descriptors) is recorded port by port,
+//! frame, an ACK and a CM frame, ACK timers, transmitted descriptors; the frames come in on
+//! several MAC ports and the descriptors name several, one beyond the port count, so `tid` and
+//! `tdest` change) is recorded port by port,
 //! cycle by cycle; Icarus Verilog replays the same inputs into the same design and every output
 //! of every cycle must be identical (no X, no difference).
 //!
@@ -180,20 +182,28 @@ fn record() -> Option<Vectors> {
     let mut bad = frames[0].clone();
     bad[60] ^= 0x10;
     frames.push(bad);
-    for f in &frames {
-        dev.nic().receive_frame(0, f).unwrap();
-        while dev.nic().transmit_frame().is_some() {}
+    let ports = dev.nic().ports();
+    let mut sent_on = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        dev.nic()
+            .receive_frame(((i as u32 + 1) % ports) as u8, f)
+            .unwrap();
+        while let Some(f) = dev.nic().transmit_frame() {
+            sent_on.push(f.port);
+        }
     }
     // ACK timers fire.
     dev.nic().poll(50_000);
     let src = dev.nic().memory.alloc(4096, 4096).unwrap();
+    // The last one names a port the core does not have (refused, BadPort).
     let descs: Vec<TxDescriptor> = [
-        (Opcode::Write, 300u32),
-        (Opcode::Send, 0),
-        (Opcode::Write, 9000),
+        (Opcode::Write, 300u32, ports - 1),
+        (Opcode::Send, 0, ports / 2),
+        (Opcode::Write, 9000, 0),
+        (Opcode::Write, 8, ports),
     ]
     .into_iter()
-    .map(|(op, len)| TxDescriptor {
+    .map(|(op, len, port)| TxDescriptor {
         opcode: op as u8,
         conn: 1,
         fsn: 5,
@@ -203,12 +213,21 @@ fn record() -> Option<Vectors> {
         local_addr: src,
         remote_va: 0x1000,
         rkey: 0x209,
+        port: port as u8,
         ..Default::default()
     })
     .collect();
     dev.post(&descs).unwrap();
     dev.nic().poll(60_000);
-    while dev.nic().transmit_frame().is_some() {}
+    while let Some(f) = dev.nic().transmit_frame() {
+        sent_on.push(f.port);
+    }
+    if ports > 1 {
+        assert!(
+            sent_on.iter().filter(|&&p| p != 0).count() >= 2,
+            "frames left on ports {sent_on:?} only"
+        );
+    }
     Some(dev.nic().take_vectors())
 }
 

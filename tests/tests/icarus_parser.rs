@@ -29,7 +29,7 @@ module tb;
   wire [23:0] out_dest_conn, out_psn;
   wire [383:0] out_th;
   top dut(.clock(clock), .reset(reset), .s_tdata(s_tdata), .s_tkeep(s_tkeep),
-    .s_tvalid(s_tvalid), .s_tlast(s_tlast), .s_tready(s_tready), .udp_port(16'd4791),
+    .s_tvalid(s_tvalid), .s_tlast(s_tlast), .s_tready(s_tready), .s_tid(3'd0), .udp_port(16'd4791),
     .out_valid(out_valid), .out_error(out_error), .out_frame_len(out_frame_len),
     .out_vlan(out_vlan), .out_vlan_tci(out_vlan_tci), .out_src_mac(out_src_mac),
     .out_ipv6(out_ipv6), .out_src_ip(out_src_ip), .out_dst_ip(out_dst_ip), .out_ecn(out_ecn),

@@ -9,6 +9,12 @@
 //! buffer, Sends longer than their buffer, busy message slots, contradicting lengths, Tags and
 //! flows beyond the connection, unknown connections, wrong addresses; ACK, NAK and CM frames;
 //! bit flips, truncations and noise. Time advances between frames so that ACK timers fire.
+//! Every frame comes in on a random one of the core's ports (`tid`) and every TX descriptor
+//! names a random port, one in twenty-five at or beyond the port count (refused, `BadPort`):
+//! every frame must leave on the same port on both sides (`tdest`: an ACK or NAK where its data
+//! came in, a timer ACK where the flow's last data came in, a data or CM frame where its
+//! descriptor says), and a CM event must report its frame's port. The ports come from a random
+//! stream of their own, so the frames and the timing are those of the test before ports.
 //! One step in ten is a burst of 2 to 24 frames that reach the RTL back to back, one beat per
 //! cycle (the model takes them one by one), so the core's queues between parser, engine and
 //! payload extractor fill and drain as at line rate.
@@ -20,7 +26,7 @@
 use ferroce_driver::{ModelNic, Nic, PortFrame, SimPort};
 use ferroce_proto::hsi::{
     ConnectionEntry, Counter, FlowInit, RecvBuffer, RegionEntry, TX_DESCRIPTOR_LEN, TableId,
-    TxDescriptor, regs,
+    TxDescriptor, event, regs,
 };
 use ferroce_proto::wire::{
     AckRepr, BthRepr, CmRepr, DataRepr, EthernetAddress, EthernetRepr, FrameRepr, IpRepr, Ipv4Repr,
@@ -502,6 +508,49 @@ fn events<N: Nic>(n: &mut N, lay: &Layout) -> Vec<Vec<u8>> {
     out
 }
 
+/// The port a frame comes in on: any of the core's `ports`.
+fn ingress(r: &mut Rng, ports: u32) -> u8 {
+    r.below(ports as u64) as u8
+}
+
+/// A descriptor's port: one of the core's `ports`, or in 4 % of the descriptors one at or
+/// beyond them (refused with `BadPort`).
+fn desc_port(r: &mut Rng, ports: u32) -> u8 {
+    if r.chance(0.04) {
+        (ports as u64 + r.below(256 - ports as u64)) as u8
+    } else {
+        r.below(ports as u64) as u8
+    }
+}
+
+/// What the run did with ports, from both sides' (equal) outputs.
+#[derive(Default)]
+struct PortTally {
+    /// Frames sent on a port other than 0: (ACKs and NAKs, timer ACKs, from descriptors).
+    sent: [usize; 3],
+    /// CM events reporting a port other than 0.
+    cm: usize,
+    /// TX descriptors refused for their port.
+    bad: usize,
+}
+
+impl PortTally {
+    fn events(&mut self, evs: &[Vec<u8>]) {
+        for e in evs {
+            if e[0] == event::kind::CM && e[1] >> 4 != 0 {
+                self.cm += 1;
+            }
+            if e[0] == event::kind::TX_ERROR && e[1] == event::TxErrorReason::BadPort as u8 {
+                self.bad += 1;
+            }
+        }
+    }
+
+    fn frames(&mut self, kind: usize, frames: &[PortFrame]) {
+        self.sent[kind] += frames.iter().filter(|f| f.port != 0).count();
+    }
+}
+
 fn descriptor(r: &mut Rng, lay: &Layout) -> TxDescriptor {
     let opcode = [
         Opcode::Write as u8,
@@ -553,6 +602,19 @@ fn rtl_nic_matches_the_model() {
     };
     let sizes = rtl.table_sizes();
     let mut model = ModelNic::new(sizes);
+    let nports = sizes.ports;
+    assert_eq!(rtl.read_reg(regs::VERSION), regs::VERSION_VALUE);
+    assert_eq!(
+        rtl.read_reg(regs::CAP_PORTS),
+        model.read_reg(regs::CAP_PORTS)
+    );
+    // A port the NIC does not have is refused, by both alike.
+    let no_port = nports as u8;
+    assert_eq!(
+        rtl.receive_frame(no_port, &[0u8; 64]),
+        model.receive_frame(no_port, &[0u8; 64])
+    );
+    assert!(rtl.receive_frame(no_port, &[0u8; 64]).is_err());
     let lay = program(&mut rtl);
     let lay_m = program(&mut model);
     assert_eq!(
@@ -589,6 +651,8 @@ fn rtl_nic_matches_the_model() {
     }
     let mut ctl = Rng::new(77);
     let mut bursts = Rng::new(0xb0b5);
+    let mut ports = Rng::new(0x9047);
+    let mut tally = PortTally::default();
     let mut burst_frames = 0usize;
     let mut now = 0u64;
     let mut tx_tail = 0u32;
@@ -596,12 +660,15 @@ fn rtl_nic_matches_the_model() {
     let mut timer_steps = 0usize;
     for step in 0..frames {
         if bursts.chance(0.1) {
-            let burst: Vec<Vec<u8>> = (0..2 + bursts.below(23))
-                .map(|_| traffic.frame(&lay))
+            let burst: Vec<PortFrame> = (0..2 + bursts.below(23))
+                .map(|_| PortFrame {
+                    bytes: traffic.frame(&lay),
+                    port: ingress(&mut ports, nports),
+                })
                 .collect();
-            rtl.receive_burst(&burst);
+            rtl.receive_burst(&burst).unwrap();
             for f in &burst {
-                model.receive_frame(0, f).unwrap();
+                model.receive_frame(f.port, &f.bytes).unwrap();
             }
             burst_frames += burst.len();
             let (a, b) = (drain(&mut rtl), drain(&mut model));
@@ -612,6 +679,7 @@ fn rtl_nic_matches_the_model() {
                 burst.len()
             );
             totals.0 += a.len();
+            tally.frames(0, &a);
             let (ea, eb) = (events(&mut rtl, &lay), events(&mut model, &lay));
             assert_eq!(
                 ea,
@@ -620,16 +688,26 @@ fn rtl_nic_matches_the_model() {
                 burst.len()
             );
             totals.1 += ea.len();
+            tally.events(&ea);
         } else {
             let f = traffic.frame(&lay);
-            rtl.receive_frame(0, &f).unwrap();
-            model.receive_frame(0, &f).unwrap();
+            let port = ingress(&mut ports, nports);
+            rtl.receive_frame(port, &f).unwrap();
+            model.receive_frame(port, &f).unwrap();
             let (a, b) = (drain(&mut rtl), drain(&mut model));
-            assert_eq!(a, b, "step {step}: frames sent after receiving {f:02x?}");
+            assert_eq!(
+                a, b,
+                "step {step}: frames sent after receiving on port {port} {f:02x?}"
+            );
             totals.0 += a.len();
+            tally.frames(0, &a);
             let (ea, eb) = (events(&mut rtl, &lay), events(&mut model, &lay));
-            assert_eq!(ea, eb, "step {step}: events after receiving {f:02x?}");
+            assert_eq!(
+                ea, eb,
+                "step {step}: events after receiving on port {port} {f:02x?}"
+            );
             totals.1 += ea.len();
+            tally.events(&ea);
         }
         if ctl.chance(0.15) {
             now += ctl.below(6_000);
@@ -642,10 +720,14 @@ fn rtl_nic_matches_the_model() {
             b.sort();
             assert_eq!(a, b, "step {step}: timer ACKs at {now} ns");
             totals.0 += a.len();
+            tally.frames(1, &a);
         }
         if ctl.chance(0.04) {
             for _ in 0..1 + ctl.below(3) {
-                let d = descriptor(&mut ctl, &lay);
+                let d = TxDescriptor {
+                    port: desc_port(&mut ports, nports),
+                    ..descriptor(&mut ctl, &lay)
+                };
                 let slot = (tx_tail % (1 << TXQ_LOG)) as u64;
                 for n in [&mut rtl as &mut dyn Nic, &mut model as &mut dyn Nic] {
                     n.write_dma(lay.txq + 64 * slot, &d.to_bytes()).unwrap();
@@ -659,8 +741,10 @@ fn rtl_nic_matches_the_model() {
             let (a, b) = (drain(&mut rtl), drain(&mut model));
             assert_eq!(a, b, "step {step}: transmitted descriptors");
             totals.0 += a.len();
+            tally.frames(2, &a);
             let (ea, eb) = (events(&mut rtl, &lay), events(&mut model, &lay));
             assert_eq!(ea, eb, "step {step}: TX events");
+            tally.events(&ea);
             assert_eq!(rtl.read_reg(regs::TXQ_HEAD), model.read_reg(regs::TXQ_HEAD));
         }
         if step % 300 == 299 {
@@ -781,6 +865,19 @@ fn rtl_nic_matches_the_model() {
         Counter::TxBadDescriptor,
     ] {
         assert!(get(k) > 0, "{k:?} never happened");
+    }
+    println!(
+        "{nports} ports: frames sent on ports other than 0: {} ACKs and NAKs, {} timer ACKs, {} \
+         from descriptors; {} CM events from ports other than 0; {} descriptors refused for \
+         their port",
+        tally.sent[0], tally.sent[1], tally.sent[2], tally.cm, tally.bad
+    );
+    assert!(tally.bad > 0, "no descriptor with a bad port");
+    if nports > 1 {
+        assert!(
+            tally.sent.iter().all(|&n| n > 0) && tally.cm > 0,
+            "the ports were not exercised"
+        );
     }
     println!("{timer_steps} steps ended with an ACK timer armed");
     assert!(

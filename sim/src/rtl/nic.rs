@@ -2,7 +2,8 @@
 //! [`Nic`] and [`SimPort`] interfaces as the software model.
 //!
 //! The harness plays the NIC's surroundings cycle by cycle: it streams received frames into the
-//! MAC RX port, collects frames from the MAC TX port, performs AXI4-Lite transactions for
+//! MAC RX stream with the port they come in on (`s_tid`), collects frames from the MAC TX stream
+//! with the port they leave on (`m_tdest`, which must not change within a frame), performs AXI4-Lite transactions for
 //! register access, and serves the core's DMA requests from a [`SimMemory`] (two write channels,
 //! one read channel, one beat per cycle, every request accepted at once). Each call runs the
 //! clock until the core is quiescent (`busy` low for [`QUIET_CYCLES`] cycles), so the host sees
@@ -30,11 +31,13 @@ struct Ports {
     s_keep: Slot,
     s_valid: Slot,
     s_last: Slot,
+    s_tid: Slot,
     s_ready: Slot,
     m_data: Slot,
     m_keep: Slot,
     m_valid: Slot,
     m_last: Slot,
+    m_tdest: Slot,
     m_ready: Slot,
     awaddr: Slot,
     awvalid: Slot,
@@ -131,10 +134,14 @@ pub struct RtlNic {
     /// Host memory the core reaches by DMA.
     pub memory: SimMemory,
     now_ns: u64,
-    /// Beats waiting for the MAC RX port: (data, keep, last).
-    rx: VecDeque<(u64, u8, bool)>,
+    /// MAC ports (`CAP_PORTS`).
+    ports: u32,
+    /// Beats waiting for the MAC RX stream: (data, keep, last, port).
+    rx: VecDeque<(u64, u8, bool, u8)>,
+    /// The frame leaving on the MAC TX stream, and its port (`tdest` of its first beat).
     tx_cur: Vec<u8>,
-    tx_done: VecDeque<Vec<u8>>,
+    tx_port: Option<u8>,
+    tx_done: VecDeque<PortFrame>,
     dw: [WriteChannel; 2],
     dr: ReadChannel,
     activity: NicActivity,
@@ -220,11 +227,13 @@ impl RtlNic {
             s_keep: i("s_tkeep")?,
             s_valid: i("s_tvalid")?,
             s_last: i("s_tlast")?,
+            s_tid: i("s_tid")?,
             s_ready: o("s_tready")?,
             m_data: o("m_tdata")?,
             m_keep: o("m_tkeep")?,
             m_valid: o("m_tvalid")?,
             m_last: o("m_tlast")?,
+            m_tdest: o("m_tdest")?,
             m_ready: i("m_tready")?,
             awaddr: i("axil_awaddr")?,
             awvalid: i("axil_awvalid")?,
@@ -261,8 +270,10 @@ impl RtlNic {
             io,
             memory: SimMemory::default(),
             now_ns: 0,
+            ports: 1,
             rx: VecDeque::new(),
             tx_cur: Vec::new(),
+            tx_port: None,
             tx_done: VecDeque::new(),
             dw: Default::default(),
             dr: ReadChannel::default(),
@@ -280,6 +291,7 @@ impl RtlNic {
         }
         me.io.set(me.p.reset, 0);
         me.settle();
+        me.ports = me.read_reg(regs::CAP_PORTS);
         Ok(me)
     }
 
@@ -299,37 +311,45 @@ impl RtlNic {
             tags: self.read_reg(regs::CAP_TAGS),
             msg_slots: self.read_reg(regs::CAP_MSG_SLOTS),
             recv_depth: self.read_reg(regs::CAP_RECV_DEPTH),
-            // Not yet ported: one MAC port until the RTL has `tid`/`tdest`.
-            ports: 1,
+            ports: self.read_reg(regs::CAP_PORTS),
         }
     }
 
-    /// Streams `frames` into the MAC RX port back to back (a new frame's first beat right
-    /// after the previous frame's last, whenever the core is ready) and runs until the core is
-    /// quiescent again. Returns the cycles from the first beat until the last frame left the
-    /// core's hands (the trailing quiet cycles not counted): the core's receive throughput.
-    pub fn receive_burst(&mut self, frames: &[Vec<u8>]) -> u64 {
-        for f in frames.iter().filter(|f| !f.is_empty()) {
-            self.queue_frame(f);
+    /// MAC ports (planes) of the core (`CAP_PORTS`, read at reset).
+    pub fn ports(&self) -> u32 {
+        self.ports
+    }
+
+    /// Streams `frames` into the MAC RX stream back to back, each on its port (a new frame's
+    /// first beat right after the previous frame's last, whenever the core is ready) and runs
+    /// until the core is quiescent again. Returns the cycles from the first beat until the last
+    /// frame left the core's hands (the trailing quiet cycles not counted): the core's receive
+    /// throughput. A port the core does not have refuses the whole burst before any frame.
+    pub fn receive_burst(&mut self, frames: &[PortFrame]) -> Result<u64, NicError> {
+        for f in frames {
+            check_port(f.port, self.ports)?;
+        }
+        for f in frames.iter().filter(|f| !f.bytes.is_empty()) {
+            self.queue_frame(f.port, &f.bytes);
         }
         let start = self.activity.cycles;
         self.settle();
-        self.activity.cycles - start - QUIET_CYCLES as u64
+        Ok(self.activity.cycles - start - QUIET_CYCLES as u64)
     }
 
-    /// Takes every frame the core has sent so far.
-    pub fn take_transmitted(&mut self) -> Vec<Vec<u8>> {
+    /// Takes every frame the core has sent so far, with its port.
+    pub fn take_transmitted(&mut self) -> Vec<PortFrame> {
         self.tx_done.drain(..).collect()
     }
 
-    fn queue_frame(&mut self, frame: &[u8]) {
+    fn queue_frame(&mut self, port: u8, frame: &[u8]) {
         let n = frame.len().div_ceil(8);
         for (i, chunk) in frame.chunks(8).enumerate() {
             let mut lane = [0u8; 8];
             lane[..chunk.len()].copy_from_slice(chunk);
             let keep = ((1u16 << chunk.len()) - 1) as u8;
             self.rx
-                .push_back((u64::from_le_bytes(lane), keep, i + 1 == n));
+                .push_back((u64::from_le_bytes(lane), keep, i + 1 == n, port));
         }
     }
 
@@ -361,10 +381,11 @@ impl RtlNic {
         let (p, io) = (&self.p, &mut self.io);
         // MAC RX.
         let rx_valid = !self.rx.is_empty();
-        if let Some(&(beat, keep, last)) = self.rx.front() {
+        if let Some(&(beat, keep, last, port)) = self.rx.front() {
             io.set(p.s_data, beat);
             io.set(p.s_keep, keep as u64);
             io.set(p.s_last, last as u64);
+            io.set(p.s_tid, port as u64);
         }
         io.set(p.s_valid, rx_valid as u64);
         // DMA write completions (one pulse each), and room for write data.
@@ -403,17 +424,28 @@ impl RtlNic {
         let (p, io) = (&self.p, &self.io);
         if drove.rx_valid
             && io.output(p.s_ready) == 1
-            && self.rx.pop_front().is_some_and(|(_, _, last)| last)
+            && self.rx.pop_front().is_some_and(|(_, _, last, _)| last)
         {
             self.activity.rx_frames += 1;
         }
         if io.output(p.m_valid) == 1 {
             let data = io.output(p.m_data).to_le_bytes();
             let keep = io.output(p.m_keep) as u8;
+            let port = io.output(p.m_tdest) as u8;
+            // AXI4-Stream: `tdest` stays the same for all beats of a packet.
+            let first = *self.tx_port.get_or_insert(port);
+            assert_eq!(
+                port, first,
+                "m_tdest changed from {first} to {port} within a frame"
+            );
             self.tx_cur
                 .extend((0..8).filter(|i| keep >> i & 1 == 1).map(|i| data[i]));
             if io.output(p.m_last) == 1 {
-                self.tx_done.push_back(core::mem::take(&mut self.tx_cur));
+                self.tx_done.push_back(PortFrame {
+                    port,
+                    bytes: core::mem::take(&mut self.tx_cur),
+                });
+                self.tx_port = None;
                 self.activity.tx_frames += 1;
             }
         }
@@ -591,24 +623,21 @@ impl Nic for RtlNic {
 
 impl SimPort for RtlNic {
     fn receive_frame(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError> {
-        // Not yet ported: the RTL has one MAC port until its streams carry `tid`/`tdest`.
-        check_port(port, 1)?;
+        check_port(port, self.ports)?;
         if frame.is_empty() {
             // A MAC never delivers an empty frame; the closest it comes is one beat with no
             // byte enabled, which the parser counts as truncated, as the model does.
-            self.rx.push_back((0, 0, true));
+            self.rx.push_back((0, 0, true, port));
             self.settle();
             return Ok(());
         }
-        self.queue_frame(frame);
+        self.queue_frame(port, frame);
         self.settle();
         Ok(())
     }
 
     fn transmit_frame(&mut self) -> Option<PortFrame> {
         self.settle();
-        self.tx_done
-            .pop_front()
-            .map(|bytes| PortFrame { port: 0, bytes })
+        self.tx_done.pop_front()
     }
 }

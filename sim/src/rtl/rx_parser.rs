@@ -1,7 +1,13 @@
 //! The RX parser block under Verilator: frames in, one verdict per frame out.
+//!
+//! Each frame comes in on a port (`s_tid`: the frames sent so far, modulo the eight ports
+//! `PORT_BITS` can name); the harness checks that every verdict carries the port of its frame
+//! (`out_port`).
 
 use super::{Port, Rtl, RtlError};
+use ferroce_proto::hsi::regs::MAX_PORTS;
 use ferroce_proto::wire::ParseError;
+use std::collections::VecDeque;
 
 /// What the parser extracted from an accepted frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +64,7 @@ struct Ports {
     tkeep: Port,
     tvalid: Port,
     tlast: Port,
+    tid: Port,
     udp_port: Port,
     valid: Port,
     error: Port,
@@ -78,6 +85,7 @@ struct Ports {
     th: Port,
     poff: Port,
     plen: Port,
+    port: Port,
 }
 
 /// The verilated RX parser.
@@ -85,6 +93,10 @@ pub struct RtlParser {
     rtl: Rtl,
     p: Ports,
     cycles: u64,
+    /// Frames sent so far (their ports follow from it).
+    sent: u64,
+    /// The ports of the frames sent whose verdicts are still due.
+    due_ports: VecDeque<u8>,
 }
 
 impl RtlParser {
@@ -100,6 +112,7 @@ impl RtlParser {
             tkeep: i("s_tkeep")?,
             tvalid: i("s_tvalid")?,
             tlast: i("s_tlast")?,
+            tid: i("s_tid")?,
             udp_port: i("udp_port")?,
             valid: o("out_valid")?,
             error: o("out_error")?,
@@ -120,8 +133,15 @@ impl RtlParser {
             th: o("out_th")?,
             poff: o("out_payload_offset")?,
             plen: o("out_payload_len")?,
+            port: o("out_port")?,
         };
-        let mut me = RtlParser { rtl, p, cycles: 0 };
+        let mut me = RtlParser {
+            rtl,
+            p,
+            cycles: 0,
+            sent: 0,
+            due_ports: VecDeque::new(),
+        };
         me.rtl.set_u64(me.p.udp_port, udp_port as u64);
         me.rtl.set_u64(me.p.reset, 1);
         for _ in 0..2 {
@@ -142,6 +162,14 @@ impl RtlParser {
         self.rtl.eval();
         self.cycles += 1;
         if self.rtl.get_u64(self.p.valid) == 1 {
+            let port = self.rtl.get_u64(self.p.port) as u8;
+            let want = self.due_ports.pop_front();
+            assert_eq!(
+                Some(port),
+                want,
+                "verdict {} carries port {port}",
+                out.len()
+            );
             out.push(self.read_verdict());
         }
         self.rtl.set_u64(self.p.clock, 0);
@@ -186,6 +214,10 @@ impl RtlParser {
         let mut out = Vec::new();
         for frame in frames.iter().filter(|f| !f.is_empty()) {
             let beats = frame.len().div_ceil(8);
+            let port = (self.sent % MAX_PORTS as u64) as u8;
+            self.sent += 1;
+            self.due_ports.push_back(port);
+            self.rtl.set_u64(self.p.tid, port as u64);
             for (b, chunk) in frame.chunks(8).enumerate() {
                 let mut lanes = [0u8; 8];
                 lanes[..chunk.len()].copy_from_slice(chunk);

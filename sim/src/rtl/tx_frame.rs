@@ -1,7 +1,9 @@
-//! The TX frame builder under Verilator: a request and a payload in, the frame out.
+//! The TX frame builder under Verilator: a request and a payload in, the frame out with its
+//! port (`m_tdest`, which must not change within a frame).
 
 use super::{Port, Rtl, RtlError};
 use crate::rng::Rng;
+use ferroce_proto::model::PortFrame;
 
 /// Everything a frame is built from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +42,8 @@ pub struct TxRequest {
     pub th: Vec<u8>,
     /// Payload.
     pub payload: Vec<u8>,
+    /// The MAC port the frame leaves on.
+    pub port: u8,
 }
 
 struct Ports {
@@ -55,6 +59,7 @@ struct Ports {
     keep: Port,
     out_valid: Port,
     last: Port,
+    dest: Port,
     out_ready: Port,
 }
 
@@ -102,6 +107,7 @@ impl RtlTxFrame {
             "req_th",
             "req_th_len",
             "req_payload_len",
+            "req_port",
         ];
         let mut fields = Vec::new();
         for n in names {
@@ -120,6 +126,7 @@ impl RtlTxFrame {
             keep: o("m_tkeep")?,
             out_valid: o("m_tvalid")?,
             last: o("m_tlast")?,
+            dest: o("m_tdest")?,
             out_ready: i("m_tready")?,
         };
         let mut me = RtlTxFrame { rtl, p, cycles: 0 };
@@ -153,7 +160,7 @@ impl RtlTxFrame {
 
     /// Builds one frame. `stall` (if given) randomly withholds payload beats and output
     /// readiness to exercise back-pressure.
-    pub fn build(&mut self, req: &TxRequest, stall: Option<&mut Rng>) -> Vec<u8> {
+    pub fn build(&mut self, req: &TxRequest, stall: Option<&mut Rng>) -> PortFrame {
         self.build_burst(core::slice::from_ref(req), stall)
             .pop()
             .expect("one frame")
@@ -161,8 +168,12 @@ impl RtlTxFrame {
 
     /// Builds `reqs` back to back: each request is offered as soon as the builder takes the
     /// one before, and the payloads follow one another on the payload stream. Returns the
-    /// frames in order. `stall` as in [`RtlTxFrame::build`].
-    pub fn build_burst(&mut self, reqs: &[TxRequest], mut stall: Option<&mut Rng>) -> Vec<Vec<u8>> {
+    /// frames with their ports in order. `stall` as in [`RtlTxFrame::build`].
+    pub fn build_burst(
+        &mut self,
+        reqs: &[TxRequest],
+        mut stall: Option<&mut Rng>,
+    ) -> Vec<PortFrame> {
         let beats: Vec<u64> = reqs
             .iter()
             .flat_map(|r| {
@@ -177,6 +188,7 @@ impl RtlTxFrame {
         let mut next = 0;
         let mut frames = Vec::new();
         let mut cur = Vec::new();
+        let mut cur_port = None;
         for _ in 0..100_000 * reqs.len().max(1) {
             if frames.len() == reqs.len() {
                 return frames;
@@ -199,9 +211,19 @@ impl RtlTxFrame {
             if self.rtl.get_u64(self.p.out_valid) == 1 && !block {
                 let data = self.rtl.get_u64(self.p.data).to_le_bytes();
                 let keep = self.rtl.get_u64(self.p.keep) as u8;
+                let port = self.rtl.get_u64(self.p.dest) as u8;
+                let first = *cur_port.get_or_insert(port);
+                assert_eq!(
+                    port, first,
+                    "m_tdest changed from {first} to {port} within a frame"
+                );
                 cur.extend((0..8).filter(|i| keep >> i & 1 == 1).map(|i| data[i]));
                 if self.rtl.get_u64(self.p.last) == 1 {
-                    frames.push(core::mem::take(&mut cur));
+                    frames.push(PortFrame {
+                        port,
+                        bytes: core::mem::take(&mut cur),
+                    });
+                    cur_port = None;
                 }
             }
             self.edge();
@@ -241,5 +263,6 @@ impl RtlTxFrame {
         self.rtl.set(th, &be_words(&req.th, 384));
         set(self, "req_th_len", req.th.len() as u64);
         set(self, "req_payload_len", req.payload.len() as u64);
+        set(self, "req_port", req.port as u64);
     }
 }

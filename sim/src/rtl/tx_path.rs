@@ -3,11 +3,12 @@
 //! the connection-table copy, serves the engine's DMA reads from a [`HostMemory`] (in order,
 //! with random latency and random gaps between beats; a refused read returns garbage and
 //! `rd_terror` on its last beat), stalls the MAC side and the event side at random, and
-//! collects frames, events and counter increments.
+//! collects frames with their port (`m_tdest`, which must not change within a frame), events
+//! and counter increments.
 
 use super::{Port, Rtl, RtlError};
 use crate::rng::Rng;
-use ferroce_proto::model::HostMemory;
+use ferroce_proto::model::{HostMemory, PortFrame};
 use std::collections::VecDeque;
 
 /// Number of counter indices the engine can name (`cnt_index` is 6 bits).
@@ -16,8 +17,8 @@ pub const COUNTER_SLOTS: usize = 64;
 /// What the path produced during one [`RtlTxPath::run`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TxPathOutput {
-    /// Complete frames, in order.
-    pub frames: Vec<Vec<u8>>,
+    /// Complete frames with their ports, in order.
+    pub frames: Vec<PortFrame>,
     /// Events, in order.
     pub events: Vec<[u8; 64]>,
     /// Counter increments summed per counter index.
@@ -56,7 +57,7 @@ struct Read {
     next: usize,
 }
 
-const NAMES: [(&str, bool); 35] = [
+const NAMES: [(&str, bool); 36] = [
     ("clock", true),
     ("reset", true),
     ("enable", true),
@@ -91,6 +92,7 @@ const NAMES: [(&str, bool); 35] = [
     ("m_tkeep", false),
     ("m_tvalid", false),
     ("m_tlast", false),
+    ("m_tdest", false),
     ("m_tready", true),
 ];
 
@@ -104,6 +106,8 @@ pub struct RtlTxPath {
     reads: VecDeque<Read>,
     max_reads: usize,
     frame: Vec<u8>,
+    /// The port of the frame leaving (`m_tdest` of its first beat).
+    frame_port: Option<u8>,
     /// Counter increments made during an edge outside a run (a counter has no ready: a
     /// ring reset while busy can land on one); reported with the next run's.
     counted: [u64; COUNTER_SLOTS],
@@ -126,6 +130,7 @@ impl RtlTxPath {
             reads: VecDeque::new(),
             max_reads: 0,
             frame: Vec::new(),
+            frame_port: None,
             counted: [0; COUNTER_SLOTS],
         };
         me.set("reset", 1);
@@ -180,6 +185,11 @@ impl RtlTxPath {
     /// Cycles simulated so far.
     pub fn cycles(&self) -> u64 {
         self.cycles
+    }
+
+    /// MAC ports of the path: a descriptor's port at or beyond it is refused.
+    pub fn ports() -> u32 {
+        super::PORTS as u32
     }
 
     /// DMA reads requested and not yet wholly delivered, now.
@@ -362,10 +372,20 @@ impl RtlTxPath {
             if self.get("m_tvalid") == 1 && m_ready {
                 let data = self.get("m_tdata").to_le_bytes();
                 let keep = self.get("m_tkeep") as u8;
+                let port = self.get("m_tdest") as u8;
+                let first = *self.frame_port.get_or_insert(port);
+                assert_eq!(
+                    port, first,
+                    "m_tdest changed from {first} to {port} within a frame"
+                );
                 self.frame
                     .extend((0..8).filter(|i| keep >> i & 1 == 1).map(|i| data[i]));
                 if self.get("m_tlast") == 1 {
-                    out.frames.push(core::mem::take(&mut self.frame));
+                    out.frames.push(PortFrame {
+                        port,
+                        bytes: core::mem::take(&mut self.frame),
+                    });
+                    self.frame_port = None;
                 }
             }
             let idle = self.get("busy") == 0 && self.reads.is_empty() && self.frame.is_empty();
