@@ -143,12 +143,25 @@ fn planes_and_collectives() {
 /// model: same end time, events, resends, timeouts, message arrival times and fabric counters.
 #[test]
 fn rtl_hosts_give_the_model_s_results() {
+    rtl_matches_model(1);
+}
+
+/// Item 6 with NIC ports: the same 4-host run over two planes, one of which fails mid-run, on
+/// both backends: the RTL's `tid`/`tdest` carry every frame's port as the model does.
+#[test]
+fn rtl_hosts_give_the_model_s_results_over_two_planes_with_a_failure() {
+    rtl_matches_model(2);
+}
+
+fn rtl_matches_model(planes: u8) {
     use ferroce_sim::backend::BackendKind;
     use ferroce_sim::experiment::{LinkSel, LossSpec, Scenario, Stack, run};
     use ferroce_sim::fabric::event::PS_PER_NS;
     use ferroce_sim::fabric::loss::{LossModel, LossScope};
     use ferroce_sim::fabric::workload::Workload;
     use std::sync::Arc;
+
+    use ferroce_sim::fabric::failure::{Failure, FailureTarget};
 
     let outcome = |backend| {
         let o = Options {
@@ -159,14 +172,25 @@ fn rtl_hosts_give_the_model_s_results() {
             ..Options::default()
         };
         let sc = Scenario {
-            topo: o.topology(4, 1),
+            topo: o.topology(4, planes),
             wl: Arc::new(Workload::streams(4, &[(0, 2), (1, 3)], 64 << 10, 3, 2)),
             loss: vec![LossSpec {
                 links: LinkSel::LastHop,
                 model: LossModel::Bernoulli { p: 0.02 },
                 scope: LossScope::All,
             }],
-            failures: vec![],
+            // With two planes, plane 1 fails 5 µs into the workload: the flows on it go silent
+            // or time out, move to plane 0 and resend there, and the NICs answer on the port
+            // the data came in on.
+            failures: if planes > 1 {
+                vec![Failure {
+                    at: 5_000 * PS_PER_NS,
+                    target: FailureTarget::Plane(1),
+                    down: true,
+                }]
+            } else {
+                vec![]
+            },
             trace: None,
             limit: 20_000_000 * PS_PER_NS,
         };
@@ -194,4 +218,15 @@ fn rtl_hosts_give_the_model_s_results() {
     );
     assert_eq!(rtl.arrival, model.arrival);
     assert_eq!(rtl.fabric, model.fabric);
+    assert_eq!(rtl.silent_paths, model.silent_paths);
+    println!(
+        "{planes} plane(s): end {} ps, {} resent, {} timeouts, {} silent paths, both backends",
+        model.end, model.resent, model.timeouts, model.silent_paths
+    );
+    if planes > 1 {
+        assert!(
+            model.silent_paths + model.timeouts > 0,
+            "the plane failure must move flows, or the comparison says little"
+        );
+    }
 }
