@@ -618,6 +618,10 @@ pub struct Context<N: Nic> {
     /// Where the next transmit round starts (the connection after the last that sent).
     rr_next: usize,
     next_hint_at: u64,
+    /// No connection's CM timer is due before this (0: scan at the next progress). Every
+    /// change to a CM wait resets it, so the scan over all connections runs only when a timer
+    /// can be due.
+    cm_due: u64,
     fsn_state: u32,
     now: u64,
     stats: ContextStats,
@@ -663,6 +667,7 @@ impl<N: Nic> Context<N> {
             budget: HostBudget::new(cfg.transport.host_budget, cfg.transport.line_rate_mbps),
             rr_next: 0,
             next_hint_at: 0,
+            cm_due: 0,
             now: 0,
             stats: ContextStats::default(),
             cfg,
@@ -1037,9 +1042,12 @@ impl<N: Nic> Context<N> {
             send_cq: opts.send_cq,
             recv_cq: opts.recv_cq,
             role: Role::Requester,
-            cm: CmState::AwaitReply {
-                next: self.now + self.cfg.cm_retry_ns,
-                tries: 0,
+            cm: {
+                self.cm_due = 0;
+                CmState::AwaitReply {
+                    next: self.now + self.cfg.cm_retry_ns,
+                    tries: 0,
+                }
             },
             cm_msg: request,
             entry,
@@ -1167,9 +1175,12 @@ impl<N: Nic> Context<N> {
             send_cq: opts.send_cq,
             recv_cq: opts.recv_cq,
             role: Role::Acceptor,
-            cm: CmState::AwaitRtu {
-                next: self.now + self.cfg.cm_retry_ns,
-                tries: 0,
+            cm: {
+                self.cm_due = 0;
+                CmState::AwaitRtu {
+                    next: self.now + self.cfg.cm_retry_ns,
+                    tries: 0,
+                }
             },
             cm_msg: reply,
             entry,
@@ -1300,6 +1311,7 @@ impl<N: Nic> Context<N> {
             tries: 0,
         };
         let e = s.cm_entropy;
+        self.cm_due = 0;
         self.send_cm(c.0, e, msg)
     }
 
@@ -1821,6 +1833,9 @@ impl<N: Nic> Context<N> {
 
     fn cm_timers(&mut self) -> Result<()> {
         let now = self.now;
+        if now < self.cm_due {
+            return Ok(());
+        }
         let (retry, max) = (self.cfg.cm_retry_ns, self.cfg.cm_retries);
         let mut resend = Vec::new();
         let mut requests = Vec::new();
@@ -1878,6 +1893,20 @@ impl<N: Nic> Context<N> {
                 _ => {}
             }
         }
+        // The earliest wait left: nothing is due before it unless a wait changes (which
+        // resets `cm_due`).
+        self.cm_due = self
+            .conns
+            .iter()
+            .flatten()
+            .filter_map(|s| match s.cm {
+                CmState::AwaitReply { next, .. }
+                | CmState::AwaitRtu { next, .. }
+                | CmState::AwaitDisconnect { next, .. } => Some(next),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(u64::MAX);
         for (id, e, m) in resend {
             self.send_cm(id, e, m)?;
         }
