@@ -1036,18 +1036,17 @@ impl<N: Nic> Context<N> {
             tag_modes: tag_modes_bits(&opts.tags, 0),
         };
         let core = Connection::new(params, self.cfg.transport.clone(), self.now);
+        // A new CM wait: the next progress scans the CM timers.
+        self.cm_due = 0;
         self.conns[id as usize] = Some(ConnSlot {
             core,
             pd: opts.pd,
             send_cq: opts.send_cq,
             recv_cq: opts.recv_cq,
             role: Role::Requester,
-            cm: {
-                self.cm_due = 0;
-                CmState::AwaitReply {
-                    next: self.now + self.cfg.cm_retry_ns,
-                    tries: 0,
-                }
+            cm: CmState::AwaitReply {
+                next: self.now + self.cfg.cm_retry_ns,
+                tries: 0,
             },
             cm_msg: request,
             entry,
@@ -1169,18 +1168,17 @@ impl<N: Nic> Context<N> {
             ..msg
         };
         let core = Connection::new(params, self.cfg.transport.clone(), self.now);
+        // A new CM wait: the next progress scans the CM timers.
+        self.cm_due = 0;
         self.conns[id as usize] = Some(ConnSlot {
             core,
             pd: opts.pd,
             send_cq: opts.send_cq,
             recv_cq: opts.recv_cq,
             role: Role::Acceptor,
-            cm: {
-                self.cm_due = 0;
-                CmState::AwaitRtu {
-                    next: self.now + self.cfg.cm_retry_ns,
-                    tries: 0,
-                }
+            cm: CmState::AwaitRtu {
+                next: self.now + self.cfg.cm_retry_ns,
+                tries: 0,
             },
             cm_msg: reply,
             entry,

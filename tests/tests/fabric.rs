@@ -72,13 +72,7 @@ fn incast() {
     // 8:1 settles within 2 RTTs of the first byte without a drop (docs/fabric.md, "Incast"
     // (9)); before the repeated CM reply the first sender accepted started at line rate and
     // the receiver's buffer overflowed.
-    let settled = cell(
-        &r,
-        &["8", "ferroce"],
-        "settled after (RTTs from first byte)",
-    );
-    assert!(num(&settled) <= 2.0, "settled after {settled} RTTs");
-    assert_eq!(cell(&r, &["8", "ferroce"], "drops"), "0");
+    assert_settled_without_drops(&r, "8");
     let opts = Options {
         quick: true,
         reply_hint_refresh: false,
@@ -86,12 +80,24 @@ fn incast() {
         ..Options::default()
     };
     let old = by_name("incast", &opts, &mut |_, _| {}).unwrap();
-    let settled = cell(
-        &old,
-        &["8", "ferroce"],
+    let settled = settled_rtts(&old, "8");
+    assert!(settled > 2.0, "without them: {settled} RTTs");
+}
+
+/// The RTTs ferroce's N:1 incast took to settle.
+fn settled_rtts(r: &Report, n: &str) -> f64 {
+    num(&cell(
+        r,
+        &[n, "ferroce"],
         "settled after (RTTs from first byte)",
-    );
-    assert!(num(&settled) > 2.0, "without them: {settled} RTTs");
+    ))
+}
+
+/// ferroce's N:1 incast settled within 2 RTTs of the first byte and dropped nothing.
+fn assert_settled_without_drops(r: &Report, n: &str) {
+    let settled = settled_rtts(r, n);
+    assert!(settled <= 2.0, "{n}:1 settled after {settled} RTTs");
+    assert_eq!(cell(r, &[n, "ferroce"], "drops"), "0", "{n}:1 drops");
 }
 
 /// 128:1 (256 KB each) settles at once and drops nothing (docs/fabric.md, "Incast" (10)).
@@ -108,13 +114,7 @@ fn incast_of_128_settles_without_drops() {
     };
     let r = by_name("incast", &opts, &mut |_, _| {}).unwrap();
     assert_eq!(r.verify_failed, 0);
-    let settled = cell(
-        &r,
-        &["128", "ferroce"],
-        "settled after (RTTs from first byte)",
-    );
-    assert!(num(&settled) <= 2.0, "settled after {settled} RTTs");
-    assert_eq!(cell(&r, &["128", "ferroce"], "drops"), "0");
+    assert_settled_without_drops(&r, "128");
 }
 
 #[test]

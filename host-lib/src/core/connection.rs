@@ -148,7 +148,8 @@ pub struct PathStats {
     pub packets: u64,
     /// Retransmissions of its packets (any cause but "not ready").
     pub retransmissions: u64,
-    /// Retransmission timer expiries.
+    /// Retransmission timer expiries and silent-path verdicts
+    /// ([`TransportConfig::silent_path_rtts`]).
     pub timeouts: u64,
     /// ACKs with ECN-echo.
     pub ecn_echoes: u64,

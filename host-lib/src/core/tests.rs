@@ -33,6 +33,17 @@ fn ready(flows: u16, modes: &[TagMode], cfg: TransportConfig) -> Connection {
     c
 }
 
+/// A ready connection of `flows` flows over `planes` NIC ports, with `cfg` as given.
+fn ready_on_planes(flows: u16, planes: u8, cfg: TransportConfig) -> Connection {
+    let p = ConnectionParams {
+        planes,
+        ..params(flows, &[TagMode::Ordered])
+    };
+    let mut c = Connection::new(p, cfg, 0);
+    c.set_ready(0);
+    c
+}
+
 fn write(wr_id: u64, tag: u16, len: u32) -> WorkRequest {
     WorkRequest {
         wr_id,
@@ -919,12 +930,7 @@ fn flows_spread_over_planes_and_leave_a_failed_plane_for_the_emptiest_other() {
         pacing_burst_packets: 1000,
         ..TransportConfig::default()
     };
-    let p = ConnectionParams {
-        planes: 4,
-        ..params(8, &[TagMode::Ordered])
-    };
-    let mut c = Connection::new(p, cfg, 0);
-    c.set_ready(0);
+    let mut c = ready_on_planes(8, 4, cfg);
     let ports: Vec<u8> = c.paths().iter().map(|p| p.port).collect();
     assert_eq!(
         ports,
@@ -971,19 +977,11 @@ fn a_silent_flow_is_handled_as_timed_out_once_its_siblings_deliver_later_packets
         tail_probe_few: false,
         ..TransportConfig::default()
     };
-    let p = ConnectionParams {
-        planes: 2,
-        ..params(2, &[TagMode::Ordered])
+    let cfg = TransportConfig {
+        pacing_burst_packets: 1000,
+        ..cfg
     };
-    let mut c = Connection::new(
-        p,
-        TransportConfig {
-            pacing_burst_packets: 1000,
-            ..cfg
-        },
-        0,
-    );
-    c.set_ready(0);
+    let mut c = ready_on_planes(2, 2, cfg);
     c.post(write(1, 0, 64 * MTU)).unwrap();
     // Both flows deliver their first packets and learn an RTT of 10 µs.
     let first = send_all(&mut c, 0);
@@ -1056,12 +1054,7 @@ fn flows_sharing_a_port_share_its_rate() {
             port_pacing,
             ..TransportConfig::default()
         };
-        let p = ConnectionParams {
-            planes: 2,
-            ..params(3, &[TagMode::Ordered])
-        };
-        let mut c = Connection::new(p, cfg, 0);
-        c.set_ready(0);
+        let mut c = ready_on_planes(3, 2, cfg);
         c.post(write(1, 0, 16_384 * MTU)).unwrap();
         let mut by_port = [0u64; 2];
         let mut now = 0;
