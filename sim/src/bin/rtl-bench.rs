@@ -216,6 +216,8 @@ fn main() {
         nic_figures();
         return;
     }
+    // `rtl-bench parser` measures the parser only (for profiling it).
+    let parser_only = std::env::args().nth(1).as_deref() == Some("parser");
     let mut parser = match RtlParser::new(4791) {
         Ok(p) => p,
         Err(e) => {
@@ -244,6 +246,9 @@ fn main() {
             cycles as f64 / secs / 1e6,
             count as f64 / secs / 1e3,
         );
+    }
+    if parser_only {
+        return;
     }
     let mut table = RtlFlowTable::new().expect("flow table");
     table.init(5, 0);
