@@ -10,7 +10,10 @@
 //! scales with the fraction of CE-marked packets, at most once per RTT), additive increase of
 //! one MTU per RTT, pacing at `window / srtt`, and the sum of the paths' rates capped by the
 //! receiver's fair-share rate hint. A new hint also lets the windows jump to the hinted rate
-//! instead of probing toward it. Random loss does not shrink the window (on an ECN fabric a
+//! instead of probing toward it. The hint also caps the windows: at a shared receiver each
+//! path at twice its equal share of the hinted BDP; at an unshared one (hint at our line rate)
+//! the paths together at twice the BDP, so that paths on free links take over from paths on
+//! congested ones. Random loss does not shrink the window (on an ECN fabric a
 //! drop is not a congestion signal; the connection's path health handles lossy paths); a
 //! timeout halves it.
 
@@ -77,7 +80,9 @@ pub struct EcnAimdConfig {
     pub gain: f64,
     /// Pacing rate = `pacing_gain · window / srtt`.
     pub pacing_gain: f64,
-    /// After a rate hint, windows are capped at `hint_headroom ·` (hinted rate · srtt).
+    /// After a rate hint, windows are capped at `hint_headroom ·` the hinted BDP (hinted
+    /// rate · base RTT): each path's equal share of it at a shared receiver, the paths'
+    /// sum at an unshared one.
     pub hint_headroom: f64,
 }
 
@@ -225,10 +230,41 @@ impl EcnAimd {
         };
     }
 
-    /// The hinted BDP share of one path: `hint · base RTT / paths`. The base RTT, not the
-    /// smoothed one: queueing must not raise the cap that is meant to drain the queue.
+    /// The hinted BDP share of one path at a shared receiver: `hint · base RTT / paths`. The
+    /// base RTT, not the smoothed one: queueing must not raise the cap that is meant to drain
+    /// the queue. `None` without a hint or at an unshared receiver
+    /// ([`EcnAimd::cap_by_siblings`] caps the paths together there).
     fn hint_window(&self, p: &PathCc) -> Option<f64> {
-        (self.hint > 0.0).then(|| self.hint.min(self.line) * p.min_rtt / self.paths.len() as f64)
+        (self.hint > 0.0 && !self.hint_unshared())
+            .then(|| self.hint.min(self.line) * p.min_rtt / self.paths.len() as f64)
+    }
+
+    /// Whether the receiver hints at least our line rate: it is not shared, so its last hop
+    /// is not a bottleneck the paths split evenly.
+    fn hint_unshared(&self) -> bool {
+        self.hint >= self.line
+    }
+
+    /// At an unshared receiver the paths' windows share one cap, `hint_headroom ·` the hinted
+    /// BDP (base RTT of `path`), instead of each having an equal share of it: `path` grows
+    /// only while the sum of the windows is below the cap (it is not cut by it: marks do
+    /// that). Random ECMP hashing puts some paths on congested links; their windows shrink and
+    /// the paths on free links take over their share, up to all of it, instead of stopping at
+    /// twice an equal share while the connection falls short of its line rate.
+    fn cap_by_siblings(&mut self, path: usize, before: f64) {
+        let others: f64 = self
+            .paths
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != path)
+            .map(|(_, q)| q.cwnd)
+            .sum();
+        let (min, headroom, cap) = (self.min_cwnd(), self.cfg.hint_headroom, self.rate_cap());
+        let p = &mut self.paths[path];
+        let room = (cap * p.min_rtt * headroom - others).max(min);
+        if p.cwnd > room {
+            p.cwnd = room.max(before.min(p.cwnd));
+        }
     }
 }
 
@@ -246,6 +282,7 @@ impl CongestionController for EcnAimd {
         let Some(p) = self.paths.get_mut(path) else {
             return;
         };
+        let before = p.cwnd;
         p.srtt = s.srtt_ns.max(1) as f64;
         if let Some(r) = s.rtt_ns {
             p.min_rtt = p.min_rtt.min(r.max(1) as f64);
@@ -285,6 +322,9 @@ impl CongestionController for EcnAimd {
         }
         // Never more than the SACK window can cover.
         p.cwnd = p.cwnd.min(256.0 * pkt);
+        if self.hint_unshared() {
+            self.cap_by_siblings(path, before);
+        }
         self.recompute_rate(path);
     }
 
@@ -307,6 +347,7 @@ impl CongestionController for EcnAimd {
             let n = self.paths.len() as f64;
             let (min, headroom, pkt) = (self.min_cwnd(), self.cfg.hint_headroom, self.pkt);
             let hint = self.hint.min(self.line);
+            let unshared = self.hint_unshared();
             for p in &mut self.paths {
                 let target = (hint * p.min_rtt / n).max(min);
                 // Jump to the hinted rate instead of probing toward it, unless the path was
@@ -314,7 +355,10 @@ impl CongestionController for EcnAimd {
                 if now >= p.last_cut + p.srtt as u64 {
                     p.cwnd = p.cwnd.max(target * 1.25);
                 }
-                p.cwnd = p.cwnd.min(target * headroom).max(min).min(256.0 * pkt);
+                if !unshared {
+                    p.cwnd = p.cwnd.min(target * headroom);
+                }
+                p.cwnd = p.cwnd.max(min).min(256.0 * pkt);
             }
         }
         self.recompute_rates();
@@ -397,6 +441,38 @@ mod tests {
         let before = c.window(0);
         c.on_rate_hint(1_000_000, 100_000);
         assert!(c.window(0) > before, "windows jump to the hinted BDP");
+    }
+
+    #[test]
+    fn at_an_unshared_receiver_free_paths_take_over_from_marked_ones_within_one_cap() {
+        // Base RTT 10 µs: the hinted BDP at 100 Gb/s is 125 kB, twice that the cap.
+        let run = |hint: u32| {
+            let mut c = cc();
+            c.on_rate_hint(0, hint);
+            for k in 0..400u64 {
+                let now = k * 10_000;
+                c.on_ack(now, 0, &ack(4400, 4, 10_000));
+                for p in 1..4 {
+                    c.on_ack(now, p, &ack(11_000, 0, 10_000));
+                }
+            }
+            c
+        };
+        let bdp = mbps_to_bytes_per_ns(100_000) * 10_000.0;
+        let c = run(100_000);
+        let sum: u64 = (0..4).map(|p| c.window(p)).sum();
+        assert!(sum as f64 <= 2.0 * bdp + 1.0, "sum {sum}");
+        assert!(
+            c.window(1) as f64 > 2.0 * bdp / 4.0,
+            "a free path grows past twice an equal share: {}",
+            c.window(1)
+        );
+        assert!(c.window(0) < c.window(1), "the marked path shrank");
+        // At a shared receiver each path keeps to twice its equal share of the hinted BDP.
+        let c = run(50_000);
+        for p in 0..4 {
+            assert!(c.window(p) as f64 <= 2.0 * bdp / 2.0 / 4.0 + 1.0);
+        }
     }
 
     #[test]
