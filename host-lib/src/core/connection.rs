@@ -270,12 +270,13 @@ impl Connection {
                 f
             })
             .collect();
-        let cc = cfg.congestion.build(
+        let mut cc = cfg.congestion.build(
             nflows,
             params.mtu.max(1),
             cfg.line_rate_mbps,
             cfg.initial_rtt_ns,
         );
+        cc.set_planes(planes);
         let ntags = params.tag_modes.len();
         let tx_tags = params
             .tag_modes
@@ -444,6 +445,7 @@ impl Connection {
             self.cfg.line_rate_mbps,
             self.cfg.initial_rtt_ns,
         );
+        self.cc.set_planes(self.params.planes.max(1));
         Ok(())
     }
 
