@@ -139,6 +139,10 @@ pub struct ExperimentArgs {
     /// their own within one packet gap).
     #[arg(long)]
     pub no_start_phase: bool,
+    /// ferroce: a flow whose path stays congested (ECN on most packets for several rounds)
+    /// moves to a new entropy, PLB style; without it flows move only after timeouts.
+    #[arg(long)]
+    pub congestion_repath: bool,
     /// ferroce: hosts do not serve their NICs' ACK timers on time (a delayed ACK then leaves
     /// at the host's next visit, whatever brings it).
     #[arg(long)]
@@ -203,6 +207,7 @@ impl ExperimentArgs {
             flow_rotation: !self.no_flow_rotation,
             tail_probe_few: !self.no_tail_probe_few,
             start_phase: !self.no_start_phase,
+            congestion_repath: self.congestion_repath,
             reply_hint_counts_pending: !self.no_reply_pending,
             hint_reserves_unseen: !self.no_hint_reserve,
             reply_hint_refresh: !self.no_reply_refresh,

@@ -10,7 +10,10 @@
 //! scales with the fraction of CE-marked packets, at most once per RTT), additive increase of
 //! one MTU per RTT, pacing at `window / srtt`, and the sum of the paths' rates capped by the
 //! receiver's fair-share rate hint. A new hint also lets the windows jump to the hinted rate
-//! instead of probing toward it. Random loss does not shrink the window (on an ECN fabric a
+//! instead of probing toward it. The hint also caps the windows: at a shared receiver each
+//! path at twice its equal share of the hinted BDP; at an unshared one (hint at our line rate)
+//! the paths together at twice the BDP, so that paths on free links take over from paths on
+//! congested ones. Random loss does not shrink the window (on an ECN fabric a
 //! drop is not a congestion signal; the connection's path health handles lossy paths); a
 //! timeout halves it.
 
@@ -49,6 +52,8 @@ pub trait CongestionController: Debug + Send {
     fn window(&self, path: usize) -> u64;
     /// Pacing rate of `path` in bytes per nanosecond.
     fn pacing_rate(&self, path: usize) -> f64;
+    /// The connection spreads its paths over `planes` NIC ports (1 unless told).
+    fn set_planes(&mut self, _planes: u8) {}
 }
 
 /// Builds a controller per connection.
@@ -77,7 +82,9 @@ pub struct EcnAimdConfig {
     pub gain: f64,
     /// Pacing rate = `pacing_gain · window / srtt`.
     pub pacing_gain: f64,
-    /// After a rate hint, windows are capped at `hint_headroom ·` (hinted rate · srtt).
+    /// After a rate hint, windows are capped at `hint_headroom ·` the hinted BDP (hinted
+    /// rate · base RTT): each path's equal share of it at a shared receiver, the paths'
+    /// sum at an unshared one.
     pub hint_headroom: f64,
 }
 
@@ -129,6 +136,8 @@ struct PathCc {
     win_marked: u32,
     win_end: u64,
     last_cut: u64,
+    /// When the path last had an ACK (0: never).
+    last_ack: u64,
     /// `pacing_gain · cwnd / srtt`, before the cap.
     rate: f64,
 }
@@ -140,6 +149,8 @@ pub struct EcnAimd {
     pkt: f64,
     line: f64,
     hint: f64,
+    /// NIC ports the connection's paths are spread over.
+    planes: u8,
     paths: Vec<PathCc>,
     /// Sum of the paths' uncapped rates.
     rate_sum: f64,
@@ -166,6 +177,7 @@ impl EcnAimd {
             win_marked: 0,
             win_end: 0,
             last_cut: 0,
+            last_ack: 0,
             rate: 0.0,
         };
         let mut cc = EcnAimd {
@@ -173,6 +185,7 @@ impl EcnAimd {
             pkt,
             line: mbps_to_bytes_per_ns(line_rate_mbps.max(1)),
             hint: 0.0,
+            planes: 1,
             paths: vec![p; paths.max(1)],
             rate_sum: 0.0,
             rate_scale: 1.0,
@@ -225,10 +238,57 @@ impl EcnAimd {
         };
     }
 
-    /// The hinted BDP share of one path: `hint · base RTT / paths`. The base RTT, not the
-    /// smoothed one: queueing must not raise the cap that is meant to drain the queue.
+    /// The hinted BDP share of one path at a shared receiver: `hint · base RTT / paths`. The
+    /// base RTT, not the smoothed one: queueing must not raise the cap that is meant to drain
+    /// the queue. `None` without a hint or at an unshared receiver
+    /// ([`EcnAimd::cap_by_siblings`] caps the paths together there).
     fn hint_window(&self, p: &PathCc) -> Option<f64> {
-        (self.hint > 0.0).then(|| self.hint.min(self.line) * p.min_rtt / self.paths.len() as f64)
+        (self.hint > 0.0 && !self.hint_unshared())
+            .then(|| self.hint.min(self.line) * p.min_rtt / self.paths.len() as f64)
+    }
+
+    /// Whether the receiver hints at least our line rate: it is not shared, so its last hop
+    /// is not a bottleneck the paths split evenly.
+    ///
+    /// Only on one plane: over several, port pacing already splits the connection's rate evenly
+    /// over the ports, so a path on a free link cannot take over a sibling's share on another
+    /// port, and a window concentrated on one path would all be lost, and resent at one port's
+    /// rate, when its plane fails.
+    fn hint_unshared(&self) -> bool {
+        self.hint >= self.line && self.planes <= 1
+    }
+
+    /// At an unshared receiver the paths' windows share one cap, `hint_headroom ·` the hinted
+    /// BDP (base RTT of `path`), instead of each having an equal share of it: `path` grows
+    /// only while the sum of the windows is below the cap (it is not cut by it: marks do
+    /// that). Random ECMP hashing puts some paths on congested links; their windows shrink and
+    /// the paths on free links take over their share, up to all of it, instead of stopping at
+    /// twice an equal share while the connection falls short of its line rate.
+    ///
+    /// A sibling that has heard no ACK for two of its smoothed RTTs counts with the minimum
+    /// window only: its path may have failed (a plane down), and the window it keeps until its
+    /// timer fires must not hold back the paths that still deliver.
+    fn cap_by_siblings(&mut self, now: u64, path: usize, before: f64) {
+        let min = self.min_cwnd();
+        let others: f64 = self
+            .paths
+            .iter()
+            .enumerate()
+            .filter(|&(j, _)| j != path)
+            .map(|(_, q)| {
+                if now > q.last_ack + 2 * q.srtt as u64 {
+                    q.cwnd.min(min)
+                } else {
+                    q.cwnd
+                }
+            })
+            .sum();
+        let (headroom, cap) = (self.cfg.hint_headroom, self.rate_cap());
+        let p = &mut self.paths[path];
+        let room = (cap * p.min_rtt * headroom - others).max(min);
+        if p.cwnd > room {
+            p.cwnd = room.max(before.min(p.cwnd));
+        }
     }
 }
 
@@ -246,6 +306,8 @@ impl CongestionController for EcnAimd {
         let Some(p) = self.paths.get_mut(path) else {
             return;
         };
+        let before = p.cwnd;
+        p.last_ack = now;
         p.srtt = s.srtt_ns.max(1) as f64;
         if let Some(r) = s.rtt_ns {
             p.min_rtt = p.min_rtt.min(r.max(1) as f64);
@@ -285,6 +347,9 @@ impl CongestionController for EcnAimd {
         }
         // Never more than the SACK window can cover.
         p.cwnd = p.cwnd.min(256.0 * pkt);
+        if self.hint_unshared() {
+            self.cap_by_siblings(now, path, before);
+        }
         self.recompute_rate(path);
     }
 
@@ -307,6 +372,7 @@ impl CongestionController for EcnAimd {
             let n = self.paths.len() as f64;
             let (min, headroom, pkt) = (self.min_cwnd(), self.cfg.hint_headroom, self.pkt);
             let hint = self.hint.min(self.line);
+            let unshared = self.hint_unshared();
             for p in &mut self.paths {
                 let target = (hint * p.min_rtt / n).max(min);
                 // Jump to the hinted rate instead of probing toward it, unless the path was
@@ -314,7 +380,10 @@ impl CongestionController for EcnAimd {
                 if now >= p.last_cut + p.srtt as u64 {
                     p.cwnd = p.cwnd.max(target * 1.25);
                 }
-                p.cwnd = p.cwnd.min(target * headroom).max(min).min(256.0 * pkt);
+                if !unshared {
+                    p.cwnd = p.cwnd.min(target * headroom);
+                }
+                p.cwnd = p.cwnd.max(min).min(256.0 * pkt);
             }
         }
         self.recompute_rates();
@@ -322,6 +391,10 @@ impl CongestionController for EcnAimd {
 
     fn window(&self, path: usize) -> u64 {
         self.paths.get(path).map_or(0, |p| p.cwnd as u64)
+    }
+
+    fn set_planes(&mut self, planes: u8) {
+        self.planes = planes.max(1);
     }
 
     fn pacing_rate(&self, path: usize) -> f64 {
@@ -397,6 +470,81 @@ mod tests {
         let before = c.window(0);
         c.on_rate_hint(1_000_000, 100_000);
         assert!(c.window(0) > before, "windows jump to the hinted BDP");
+    }
+
+    #[test]
+    fn at_an_unshared_receiver_free_paths_take_over_from_marked_ones_within_one_cap() {
+        // Base RTT 10 µs: the hinted BDP at 100 Gb/s is 125 kB, twice that the cap.
+        let run = |hint: u32| {
+            let mut c = cc();
+            c.on_rate_hint(0, hint);
+            for k in 0..400u64 {
+                let now = k * 10_000;
+                c.on_ack(now, 0, &ack(4400, 4, 10_000));
+                for p in 1..4 {
+                    c.on_ack(now, p, &ack(11_000, 0, 10_000));
+                }
+            }
+            c
+        };
+        let bdp = mbps_to_bytes_per_ns(100_000) * 10_000.0;
+        let c = run(100_000);
+        let sum: u64 = (0..4).map(|p| c.window(p)).sum();
+        assert!(sum as f64 <= 2.0 * bdp + 1.0, "sum {sum}");
+        assert!(
+            c.window(1) as f64 > 2.0 * bdp / 4.0,
+            "a free path grows past twice an equal share: {}",
+            c.window(1)
+        );
+        assert!(c.window(0) < c.window(1), "the marked path shrank");
+        // At a shared receiver each path keeps to twice its equal share of the hinted BDP.
+        let c = run(50_000);
+        for p in 0..4 {
+            assert!(c.window(p) as f64 <= 2.0 * bdp / 2.0 / 4.0 + 1.0);
+        }
+    }
+
+    #[test]
+    fn a_silent_path_does_not_hold_the_shared_cap_and_several_planes_keep_per_path_caps() {
+        let bdp = mbps_to_bytes_per_ns(100_000) * 10_000.0;
+        // All four paths grow to the shared cap; then path 0 falls silent (its plane failed)
+        // while its window stays where it was until its timer fires.
+        let run = |planes: u8| {
+            let mut c = cc();
+            c.set_planes(planes);
+            c.on_rate_hint(0, 100_000);
+            for k in 0..200u64 {
+                for p in 0..4 {
+                    c.on_ack(k * 10_000, p, &ack(11_000, 0, 10_000));
+                }
+            }
+            let silent = c.window(0);
+            for k in 200..400u64 {
+                for p in 1..4 {
+                    c.on_ack(k * 10_000, p, &ack(11_000, 0, 10_000));
+                }
+            }
+            (c, silent)
+        };
+        let (c, silent) = run(1);
+        assert!(
+            silent as f64 > 2.0 * bdp / 8.0,
+            "path 0 had a real share: {silent}"
+        );
+        let live: u64 = (1..4).map(|p| c.window(p)).sum();
+        assert!(
+            live as f64 > 2.0 * bdp - silent as f64 + 1100.0,
+            "the live paths take the silent one's share: {live}"
+        );
+        // Over several planes each path keeps to twice its equal share.
+        let (c, _) = run(4);
+        for p in 0..4 {
+            assert!(
+                c.window(p) as f64 <= 2.0 * bdp / 4.0 + 1.0,
+                "{}",
+                c.window(p)
+            );
+        }
     }
 
     #[test]

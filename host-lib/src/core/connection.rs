@@ -85,8 +85,11 @@ pub struct ConnectionStats {
     pub silent_paths: u64,
     /// Packets resent because their flow was found silent.
     pub retx_silent: u64,
-    /// Flows moved to a new entropy.
+    /// Flows moved to a new entropy (after timeouts, silent spells or congestion).
     pub entropy_changes: u64,
+    /// Flows moved to a new entropy because their path stayed congested
+    /// ([`TransportConfig::congestion_repath`]); also counted in `entropy_changes`.
+    pub repaths_congestion: u64,
     /// Flows declared dead.
     pub paths_died: u64,
     /// Dead flows that came back.
@@ -153,6 +156,9 @@ pub struct PathStats {
     pub timeouts: u64,
     /// ACKs with ECN-echo.
     pub ecn_echoes: u64,
+    /// Moves to a new entropy because the path stayed congested
+    /// ([`TransportConfig::congestion_repath`]).
+    pub repaths: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -161,6 +167,7 @@ struct PathCounters {
     retransmissions: u64,
     timeouts: u64,
     ecn_echoes: u64,
+    repaths: u64,
 }
 
 /// A posted message on the send side.
@@ -216,6 +223,8 @@ pub struct Connection {
     /// Per NIC port, when a flow last left it after a timeout or a silent spell: a port to
     /// avoid for a while when a flow moves (its plane may have failed).
     port_left_at: Vec<Option<u64>>,
+    /// No congestion-driven repathing before this time (after a timeout or silent path).
+    repath_suspended_until: u64,
     /// An ACK has arrived (the connection's pacer may burst after idling).
     acked_once: bool,
     /// The start of a connection at a shared receiver ([`TransportConfig::flow_rotation`],
@@ -261,12 +270,13 @@ impl Connection {
                 f
             })
             .collect();
-        let cc = cfg.congestion.build(
+        let mut cc = cfg.congestion.build(
             nflows,
             params.mtu.max(1),
             cfg.line_rate_mbps,
             cfg.initial_rtt_ns,
         );
+        cc.set_planes(planes);
         let ntags = params.tag_modes.len();
         let tx_tags = params
             .tag_modes
@@ -311,6 +321,7 @@ impl Connection {
             port_clock: vec![0; planes as usize],
             port_left_at: vec![None; planes as usize],
             burst_ns: 0,
+            repath_suspended_until: 0,
             acked_once: false,
             phased: false,
             starved: false,
@@ -354,6 +365,7 @@ impl Connection {
                 retransmissions: self.path[i].retransmissions,
                 timeouts: self.path[i].timeouts,
                 ecn_echoes: self.path[i].ecn_echoes,
+                repaths: self.path[i].repaths,
             })
             .collect()
     }
@@ -433,6 +445,7 @@ impl Connection {
             self.cfg.line_rate_mbps,
             self.cfg.initial_rtt_ns,
         );
+        self.cc.set_planes(self.params.planes.max(1));
         Ok(())
     }
 
@@ -799,6 +812,7 @@ impl Connection {
         if std::mem::take(&mut self.hint_before_ack) || hint != self.hint_mbps {
             self.apply_hint(now, hint);
         }
+        self.count_congestion_round(now, fi, out.acked_packets, ce_count as u32);
         // Refusals the NAKs did not tell us about: some NAK was lost, and the refused packets
         // are among those this ACK newly covers (an ACK covering a refused FSN was sent after
         // the refusal, so it counts it). We cannot tell which, so none of them may succeed.
@@ -1719,26 +1733,17 @@ impl Connection {
         f.timeouts_on_entropy += 1;
         f.backoff += 1;
         f.weight = (f.weight / 2).max(MIN_WEIGHT);
-        if f.timeouts_on_entropy >= self.cfg.same_entropy_retries.max(1) {
-            // Same flow, same FSNs, another route: a new entropy not used by another flow.
-            let n = self.params.entropies.len();
-            for _ in 0..n {
-                let e = self.params.entropies[self.next_entropy % n];
-                self.next_entropy = self.next_entropy.wrapping_add(1);
-                if !self.flows.iter().any(|g| g.entropy == e) {
-                    let port = self.next_port(fi, now);
-                    let left = self.flows[fi].port as usize;
-                    if let Some(t) = self.port_left_at.get_mut(left) {
-                        *t = Some(now);
-                    }
-                    let f = &mut self.flows[fi];
-                    f.entropy = e;
-                    f.port = port;
-                    f.epoch += 1;
-                    f.backoff = 0;
-                    self.stats.entropy_changes += 1;
-                    break;
+        let move_now = f.timeouts_on_entropy >= self.cfg.same_entropy_retries.max(1);
+        self.suspend_repath(now, fi);
+        if move_now {
+            // Another plane too: the timeout may be a failed plane's.
+            let left = self.flows[fi].port as usize;
+            let port = self.next_port(fi, now);
+            if self.change_entropy(fi, port) {
+                if let Some(t) = self.port_left_at.get_mut(left) {
+                    *t = Some(now);
                 }
+                self.flows[fi].backoff = 0;
             }
             self.flows[fi].timeouts_on_entropy = 0;
         }
@@ -1760,6 +1765,102 @@ impl Connection {
         f.rto_deadline = Some(now + (rto * backoff).min(max_rto));
         self.cc.on_timeout(now, fi);
         true
+    }
+
+    /// Moves flow `fi` to a new entropy not used by another flow of the connection, on NIC
+    /// port `port`: same flow, same FSNs, another route. The new entropy epoch tells the SACK
+    /// processing that packets sent before the move took another route (no FIFO order with
+    /// the new ones). Returns false if every entropy is taken.
+    fn change_entropy(&mut self, fi: usize, port: u8) -> bool {
+        let n = self.params.entropies.len();
+        for _ in 0..n {
+            let e = self.params.entropies[self.next_entropy % n];
+            self.next_entropy = self.next_entropy.wrapping_add(1);
+            if !self.flows.iter().any(|g| g.entropy == e) {
+                let f = &mut self.flows[fi];
+                f.entropy = e;
+                f.port = port;
+                f.epoch += 1;
+                f.timeouts_on_entropy = 0;
+                self.stats.entropy_changes += 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// After a timeout or silent spell of flow `fi`: no congestion-driven move for
+    /// [`RepathConfig::suspend_rounds`] rounds of the slowest flow, and the flow's own ECN
+    /// rounds start over.
+    fn suspend_repath(&mut self, now: u64, fi: usize) {
+        let srtt = self.slowest_srtt();
+        let pause = srtt.saturating_mul(self.cfg.repath.suspend_rounds as u64);
+        self.repath_suspended_until = self.repath_suspended_until.max(now + pause);
+        let f = &mut self.flows[fi];
+        f.rounds.restart(now, f.srtt);
+    }
+
+    /// The largest smoothed RTT of the flows that have one (else the initial RTT).
+    fn slowest_srtt(&self) -> u64 {
+        self.flows
+            .iter()
+            .filter(|f| f.has_rtt)
+            .map(|f| f.srtt)
+            .max()
+            .unwrap_or(self.cfg.initial_rtt_ns)
+    }
+
+    /// Feeds an ACK of flow `fi` (`acked` packets newly acknowledged, `marked` CE marks) to
+    /// its ECN rounds, and moves the flow when its path has stayed congested
+    /// ([`TransportConfig::congestion_repath`]).
+    fn count_congestion_round(&mut self, now: u64, fi: usize, acked: u32, marked: u32) {
+        if !self.cfg.congestion_repath {
+            return;
+        }
+        let threshold = self.cfg.repath.ecn_fraction;
+        let f = &mut self.flows[fi];
+        if !f.rounds.on_ack(now, acked, marked, f.srtt, threshold) {
+            return;
+        }
+        if self.repath_candidate(now, fi) {
+            // Same NIC port: congestion is a route's within the plane, and the flows stay
+            // spread over the ports as they were.
+            let port = self.flows[fi].port;
+            if self.change_entropy(fi, port) {
+                self.stats.repaths_congestion += 1;
+                self.path[fi].repaths += 1;
+                let f = &mut self.flows[fi];
+                f.rounds.restart(now, f.srtt);
+            }
+        }
+    }
+
+    /// Whether flow `fi`, whose round just ended, moves: congested for
+    /// [`RepathConfig::rounds`] rounds in a row, not suspended after a timeout, live, and
+    /// either the receiver is not shared (the connection's traffic alone cannot congest
+    /// its last hop, so the congestion is in the fabric) or its siblings are clearly less
+    /// congested (so the congestion is its route's, not the last hop's every path shares).
+    fn repath_candidate(&self, now: u64, fi: usize) -> bool {
+        let f = &self.flows[fi];
+        if f.dead || f.rounds.streak < self.cfg.repath.rounds.max(1) {
+            return false;
+        }
+        if now < self.repath_suspended_until {
+            return false;
+        }
+        !self.shared() || self.siblings_less_congested(fi)
+    }
+
+    /// Whether the live sibling flows of `fi` (with an RTT sample) are on average at most
+    /// [`RepathConfig::sibling_ratio`] as congested as `fi`, by smoothed marked fraction.
+    fn siblings_less_congested(&self, fi: usize) -> bool {
+        let (sum, n) = self
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|&(j, g)| j != fi && !g.dead && g.has_rtt)
+            .fold((0.0, 0u32), |(s, n), (_, g)| (s + g.rounds.smoothed, n + 1));
+        n > 0 && sum / n as f64 <= self.cfg.repath.sibling_ratio * self.flows[fi].rounds.smoothed
     }
 
     /// Cross-flow loss detection, after an ACK showed flow `acked` a packet delivered that was

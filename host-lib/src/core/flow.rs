@@ -12,6 +12,7 @@
 //! gets a new stamp above it. So a hole is resent once per observation: ACKs that repeat it add
 //! nothing until a packet sent after the resend is delivered.
 
+use super::repath::CongestionRounds;
 use ferroce_proto::wire::{FSN_MASK, SACK_BITS, fsn_diff};
 use std::collections::VecDeque;
 
@@ -152,6 +153,8 @@ pub(crate) struct Flow {
     /// A tail-loss probe is due as new data: the flow may send one new packet beyond its
     /// window.
     pub probe_new: bool,
+    /// ECN rounds for congestion-driven repathing.
+    pub rounds: CongestionRounds,
 }
 
 /// Largest weight (a healthy flow).
@@ -196,6 +199,7 @@ impl Flow {
             tail_deadline: None,
             probes: 0,
             probe_new: false,
+            rounds: CongestionRounds::default(),
         }
     }
 

@@ -20,12 +20,14 @@ mod connection;
 mod flow;
 pub mod host_budget;
 pub mod receiver;
+mod repath;
 mod tags;
 
 pub use cc::{AckSample, CongestionController, ControllerFactory, EcnAimd, EcnAimdConfig};
 pub use connection::{ConnState, Connection, ConnectionStats, FailReason, PathStats};
 pub use host_budget::{HostBudget, HostBudgetConfig, HostBudgetStats, TxGate, Ungated};
 pub use receiver::FairShare;
+pub use repath::RepathConfig;
 
 use std::sync::Arc;
 
@@ -143,6 +145,23 @@ pub struct TransportConfig {
     /// hinted rate: senders of an incast that start at the same instant at their shares then
     /// interleave instead of all sending their first packets at once.
     pub start_phase: bool,
+    /// Congestion-driven repathing (PLB style, see [`RepathConfig`]): a flow whose ACKs
+    /// report ECN marks on most of its packets for several rounds in a row moves to a new
+    /// entropy (a new ECMP route, same flow, same FSNs, same NIC port), as a timeout's
+    /// entropy change does. Random ECMP hashing puts more flows on some links than on others;
+    /// without it a flow stays on a persistently congested link. At a shared receiver (rate
+    /// hint below our line rate) a flow moves only while its sibling flows are clearly less
+    /// congested: there the congestion every path sees is the last hop's, which no route
+    /// avoids. Moves pause after timeouts. Counted in
+    /// [`ConnectionStats::repaths_congestion`]. Off by default: on a fabric loaded to its
+    /// capacity (the `loss` experiment: 4 senders at line rate over 4 uplinks) nearly every
+    /// link marks, a moved flow lands on another congested link with its whole window, and
+    /// goodput fell (seeds 1–4 at 1% loss: 89.5–95.5% of ideal against 95.6–97.4% without);
+    /// the window cap shared by the paths ([`EcnAimdConfig::hint_headroom`]) moves the load
+    /// off congested paths instead.
+    pub congestion_repath: bool,
+    /// Parameters of [`TransportConfig::congestion_repath`].
+    pub repath: RepathConfig,
     /// Builds the congestion controller of each connection.
     pub congestion: Arc<dyn ControllerFactory>,
     /// The host-wide in-flight cap and pacer over all connections of the context (one NIC).
@@ -176,6 +195,8 @@ impl Default for TransportConfig {
             flow_rotation: true,
             tail_probe_few: true,
             start_phase: true,
+            congestion_repath: false,
+            repath: RepathConfig::default(),
             congestion: Arc::new(EcnAimdConfig::default()),
             host_budget: HostBudgetConfig::default(),
         }

@@ -1082,3 +1082,88 @@ fn flows_sharing_a_port_share_its_rate() {
         "port 1 loses nothing: {paced:?} {free:?}"
     );
 }
+
+/// Runs a connection of 4 flows with congestion repathing for `rounds` RTTs of 10 µs: every
+/// packet is delivered one RTT after it left, and the ACKs of the flows in `marked` report
+/// every packet CE-marked. The ACKs carry the rate hint `hint` (Mb/s).
+fn run_with_marks(repath: bool, marked: [bool; 4], hint: u32, rounds: u64) -> Connection {
+    let cfg = TransportConfig {
+        congestion_repath: repath,
+        connection_timeout_ns: u64::MAX / 4,
+        pacing_burst_packets: 1000,
+        ..TransportConfig::default()
+    };
+    let mut c = ready(4, &[TagMode::Ordered], cfg);
+    c.post(write(1, 0, 100_000 * MTU)).unwrap();
+    let rtt = 10_000;
+    let mut sent = send_all(&mut c, 0);
+    for k in 1..=rounds {
+        let now = k * rtt;
+        for flow in 0..4u16 {
+            let on: Vec<&TxDescriptor> = sent.iter().filter(|d| d.flow == flow).collect();
+            let Some(last) = on.last() else { continue };
+            let mut e = ack_hint(flow, fsn_add(last.fsn, 1), &[], (now - rtt) as u32, hint);
+            if let Event::Ack {
+                ecn_echo, ce_count, ..
+            } = &mut e
+            {
+                *ecn_echo = marked[flow as usize];
+                *ce_count = if marked[flow as usize] {
+                    on.len() as u16
+                } else {
+                    0
+                };
+            }
+            c.handle_event(now, &e);
+        }
+        c.handle_timeout(now);
+        sent = send_all(&mut c, now);
+    }
+    c
+}
+
+#[test]
+fn a_flow_marked_round_after_round_while_its_siblings_are_not_moves_to_a_new_entropy() {
+    // A shared receiver (hint below the line rate): only the contrast with the siblings
+    // shows the congestion is the flow's own route's.
+    let before: Vec<u16> = ready(4, &[TagMode::Ordered], TransportConfig::default())
+        .paths()
+        .iter()
+        .map(|p| p.entropy)
+        .collect();
+    let c = run_with_marks(true, [true, false, false, false], 50_000, 12);
+    let after = c.paths();
+    assert!(c.stats().repaths_congestion >= 1, "{:?}", c.stats());
+    assert_ne!(after[0].entropy, before[0], "the marked flow moved");
+    assert!(after[0].repaths >= 1);
+    for i in 1..4 {
+        assert_eq!(after[i].entropy, before[i], "flow {i} stays");
+    }
+    assert_eq!(after[0].port, 0, "same NIC port");
+    assert_eq!(c.stats().timeouts, 0);
+    // Without the feature it stays put.
+    let off = run_with_marks(false, [true, false, false, false], 50_000, 12);
+    assert_eq!(off.stats().repaths_congestion, 0);
+    assert_eq!(off.paths()[0].entropy, before[0]);
+}
+
+#[test]
+fn flows_all_marked_at_a_shared_receiver_stay_on_their_paths() {
+    // An incast: the last hop marks every path alike; no route avoids it.
+    let c = run_with_marks(true, [true; 4], 50_000, 20);
+    assert_eq!(c.stats().repaths_congestion, 0);
+    assert_eq!(c.stats().entropy_changes, 0);
+    // At an unshared receiver the connection alone cannot congest the last hop: congestion
+    // every path sees is the fabric's, and the flows move.
+    let c = run_with_marks(true, [true; 4], 100_000, 20);
+    assert!(c.stats().repaths_congestion >= 1);
+}
+
+#[test]
+fn a_flow_moves_at_most_once_per_four_rounds() {
+    // Three congested rounds make a move; the round after it is not counted (packets sent on
+    // the old route still come back marked), so the next move needs four more rounds.
+    let c = run_with_marks(true, [true, false, false, false], 50_000, 40);
+    let n = c.stats().repaths_congestion;
+    assert!((2..=10).contains(&n), "{n} moves in 40 rounds");
+}

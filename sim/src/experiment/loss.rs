@@ -70,6 +70,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
             "% of ideal",
             "resent pkts",
             "timeouts",
+            "repaths",
             "verified MB",
             "done",
         ]),
@@ -157,6 +158,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
                     f(of_ideal * 100.0, 1),
                     r.resent.to_string(),
                     r.timeouts.to_string(),
+                    r.repaths.to_string(),
                     f(r.app.bytes_verified as f64 / 1e6, 1),
                     r.done_cell(),
                 ]);

@@ -141,6 +141,9 @@ pub struct Options {
     /// ferroce: a connection starting at a share sends its first packet at a phase of its own
     /// within one packet gap (`TransportConfig::start_phase`).
     pub start_phase: bool,
+    /// ferroce: a flow whose path stays congested (ECN on most packets for several rounds)
+    /// moves to a new entropy, PLB style (`TransportConfig::congestion_repath`).
+    pub congestion_repath: bool,
     /// ferroce: each host serves its NIC's ACK timers on time, polling the NIC alone at its
     /// next timer (`FerroceConfig::nic_timer_wake`); off, a delayed ACK waits for the host's
     /// next visit.
@@ -196,6 +199,7 @@ impl Default for Options {
             flow_rotation: true,
             tail_probe_few: true,
             start_phase: true,
+            congestion_repath: false,
             nic_timer_wake: true,
             backend: BackendKind::Model,
             seed: 1,
@@ -292,6 +296,7 @@ impl Options {
             flow_rotation: self.flow_rotation,
             tail_probe_few: self.tail_probe_few,
             start_phase: self.start_phase,
+            congestion_repath: self.congestion_repath,
             ..TransportConfig::default()
         };
         FerroceConfig {
@@ -426,6 +431,9 @@ pub struct Outcome {
     /// ferroce: flows found silent while their siblings delivered
     /// (`ConnectionStats::silent_paths`), handled like timeouts without waiting for them.
     pub silent_paths: u64,
+    /// ferroce: flows moved off a path that stayed congested
+    /// (`ConnectionStats::repaths_congestion`).
+    pub repaths: u64,
     /// Payload share of a full data packet on the wire.
     pub efficiency: f64,
     /// Arrival trace.
@@ -634,6 +642,7 @@ fn collect<H: Host>(
         resent: 0,
         timeouts: 0,
         silent_paths: 0,
+        repaths: 0,
         efficiency: 0.0,
         trace,
         roce: RoceStats::default(),
@@ -675,6 +684,7 @@ pub fn run(
                         o.resent += s.retransmissions();
                         o.timeouts += s.timeouts;
                         o.silent_paths += s.silent_paths;
+                        o.repaths += s.repaths_congestion;
                     }
                 }
             }
