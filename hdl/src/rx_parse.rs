@@ -266,6 +266,9 @@ pub struct RxParser {
     v_go: Signal<Local, Bit>,
     f_lanes: Signal<Local, Bits<8>>,
     lane_pos: Signal<Local, Bits<17>>,
+    lane_room: Signal<Local, Bits<17>>,
+    lane_n: Signal<Local, Bits<3>>,
+    lane_sh: Signal<Local, Bits<6>>,
     crc_good: Signal<Local, Bits<32>>,
     flen: Signal<Local, Bits<17>>,
     opcode: Signal<Local, Bits<8>>,
@@ -484,6 +487,9 @@ impl Default for RxParser {
             v_go: Default::default(),
             f_lanes: Default::default(),
             lane_pos: Default::default(),
+            lane_room: Default::default(),
+            lane_n: Default::default(),
+            lane_sh: Default::default(),
             crc_good: Default::default(),
             flen: Default::default(),
             opcode: Default::default(),
@@ -700,15 +706,19 @@ impl Logic for RxParser {
         // beat with `n` lanes then leaves the register advanced over `8 - n` zero bytes past
         // the residue (`k_crc_good`). `n_end` is what `vend` holds when the beat reaches the
         // CRC.
-        self.f_lanes.next = 0.into();
-        for i in 0_usize..8 {
-            self.lane_pos.next = (bit_cast::<17, 13>(self.vj.q.val()) << 3_u64) + i.to_bits::<17>();
-            if self.lane_pos.val() < self.n_end.val() {
-                self.f_lanes.next = self.f_lanes.val().replace_bit(i, true);
-            } else {
-                self.v_data.next =
-                    self.v_data.val() & !(bits::<64>(0xFF) << (8 * i).to_bits::<6>());
-            }
+        // The lanes in range are the first `n_end - 8·vj` (clamped to 0..=8): one subtraction
+        // and a prefix mask, not a compare per lane.
+        self.lane_pos.next = bit_cast::<17, 13>(self.vj.q.val()) << 3_u64;
+        self.lane_room.next = self.n_end.val() - self.lane_pos.val();
+        self.lane_n.next = self.lane_room.val().get_bits::<3>(0);
+        self.lane_sh.next = bit_cast::<6, 3>(self.lane_n.val()) << 3_u64;
+        self.f_lanes.next = 0xFF.into();
+        if self.n_end.val() <= self.lane_pos.val() {
+            self.f_lanes.next = 0.into();
+            self.v_data.next = 0.into();
+        } else if self.lane_room.val() < 8_u64 {
+            self.f_lanes.next = (bits::<8>(1) << self.lane_n.val()) - 1_u64;
+            self.v_data.next = self.v_data.val() & ((bits::<64>(1) << self.lane_sh.val()) - 1_u64);
         }
         self.vp_data.d.next = self.v_data.val();
         self.vp_lanes.d.next = 0.into();
