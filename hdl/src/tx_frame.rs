@@ -249,6 +249,13 @@ pub struct TxFrameBuilder {
     pay_beat: Signal<Local, Bits<64>>,
     shift_r: Signal<Local, Bits<3>>,
     pos: Signal<Local, Bits<16>>,
+    p_end: Signal<Local, Bits<16>>,
+    h_room: Signal<Local, Bits<16>>,
+    p_room: Signal<Local, Bits<16>>,
+    h_sh: Signal<Local, Bits<6>>,
+    p_sh: Signal<Local, Bits<6>>,
+    h_mask: Signal<Local, Bits<64>>,
+    p_mask: Signal<Local, Bits<64>>,
     lane: Signal<Local, Bits<64>>,
     l4: Signal<Local, Bits<1024>>,
     l3: Signal<Local, Bits<1024>>,
@@ -273,6 +280,8 @@ pub struct TxFrameBuilder {
     v_base: Signal<Local, Bits<16>>,
     v_lanes: Signal<Local, Bits<8>>,
     v_pos: Signal<Local, Bits<17>>,
+    v_room: Signal<Local, Bits<17>>,
+    v_n: Signal<Local, Bits<3>>,
     crc_step: Signal<Local, Bits<32>>,
     fl_next: Signal<Local, Bits<64>>,
     o_flen: Signal<Local, Bits<16>>,
@@ -455,6 +464,13 @@ impl Default for TxFrameBuilder {
             pay_beat: Default::default(),
             shift_r: Default::default(),
             pos: Default::default(),
+            p_end: Default::default(),
+            h_room: Default::default(),
+            p_room: Default::default(),
+            h_sh: Default::default(),
+            p_sh: Default::default(),
+            h_mask: Default::default(),
+            p_mask: Default::default(),
             lane: Default::default(),
             l4: Default::default(),
             l3: Default::default(),
@@ -479,6 +495,8 @@ impl Default for TxFrameBuilder {
             v_base: Default::default(),
             v_lanes: Default::default(),
             v_pos: Default::default(),
+            v_room: Default::default(),
+            v_n: Default::default(),
             crc_step: Default::default(),
             fl_next: Default::default(),
             o_flen: Default::default(),
@@ -752,17 +770,28 @@ impl Logic for TxFrameBuilder {
             << (bit_cast::<7, 3>(self.shift_r.val()) << 3_u64))
             | (self.carry.q.val()
                 >> (bits::<7>(64) - (bit_cast::<7, 3>(self.shift_r.val()) << 3_u64)));
-        self.beat_out.next = 0.into();
-        for i in 0_usize..8 {
-            self.pos.next = (bit_cast::<16, 13>(self.k.q.val()) << 3_u64) + i.to_bits::<16>();
-            if self.pos.val() < self.hlen.q.val() {
-                self.beat_out.next = self.beat_out.val()
-                    | (self.lane.val() & (bits::<64>(0xFF) << (8 * i).to_bits::<6>()));
-            } else if self.pos.val() < self.hlen.q.val() + self.g_plen.q.val() {
-                self.beat_out.next = self.beat_out.val()
-                    | (self.aligned.val() & (bits::<64>(0xFF) << (8 * i).to_bits::<6>()));
-            }
+        // Lane i holds byte 8k + i: header below `hlen`, payload below `hlen + plen`. Each
+        // range's lanes are a prefix of the beat, from one subtraction (not a compare per lane).
+        self.pos.next = bit_cast::<16, 13>(self.k.q.val()) << 3_u64;
+        self.p_end.next = self.hlen.q.val() + self.g_plen.q.val();
+        self.h_room.next = self.hlen.q.val() - self.pos.val();
+        self.p_room.next = self.p_end.val() - self.pos.val();
+        self.h_sh.next = bit_cast::<6, 3>(self.h_room.val().get_bits::<3>(0)) << 3_u64;
+        self.p_sh.next = bit_cast::<6, 3>(self.p_room.val().get_bits::<3>(0)) << 3_u64;
+        self.h_mask.next = bits::<64>(0xFFFF_FFFF_FFFF_FFFF_u64);
+        if self.hlen.q.val() <= self.pos.val() {
+            self.h_mask.next = 0.into();
+        } else if self.h_room.val() < 8_u64 {
+            self.h_mask.next = (bits::<64>(1) << self.h_sh.val()) - 1_u64;
         }
+        self.p_mask.next = bits::<64>(0xFFFF_FFFF_FFFF_FFFF_u64);
+        if self.p_end.val() <= self.pos.val() {
+            self.p_mask.next = 0.into();
+        } else if self.p_room.val() < 8_u64 {
+            self.p_mask.next = (bits::<64>(1) << self.p_sh.val()) - 1_u64;
+        }
+        self.beat_out.next = (self.lane.val() & self.h_mask.val())
+            | (self.aligned.val() & self.p_mask.val() & !self.h_mask.val());
 
         // ---- Output buffer: each stage moves on when the next one is free. A beat holding
         // ICRC lanes is offered only once its frame's CRC is complete, so it never retracts
@@ -866,12 +895,15 @@ impl Logic for TxFrameBuilder {
             }
         }
         self.v_base.next = bit_cast::<16, 13>(self.v_j.val()) << 3_u64;
-        self.v_lanes.next = 0.into();
-        for i in 0_usize..8 {
-            self.v_pos.next = bit_cast::<17, 16>(self.v_base.val()) + i.to_bits::<17>();
-            if self.v_pos.val() < self.v_vt.val() {
-                self.v_lanes.next = self.v_lanes.val().replace_bit(i, true);
-            }
+        // The lanes below the CRC range's end: a prefix, from one subtraction.
+        self.v_pos.next = bit_cast::<17, 16>(self.v_base.val());
+        self.v_room.next = self.v_vt.val() - self.v_pos.val();
+        self.v_n.next = self.v_room.val().get_bits::<3>(0);
+        self.v_lanes.next = 0xFF.into();
+        if self.v_vt.val() <= self.v_pos.val() {
+            self.v_lanes.next = 0.into();
+        } else if self.v_room.val() < 8_u64 {
+            self.v_lanes.next = (bits::<8>(1) << self.v_n.val()) - 1_u64;
         }
         // The realigned beat is registered; the CRC step runs on it in the next cycle, so the
         // header and payload selection above never sits in front of the CRC.
