@@ -475,10 +475,33 @@ struct ConnSlot {
     /// Our last CM message (request or reply), resent on timeout.
     cm_msg: CmRepr,
     entry: ConnectionEntry,
-    rx_flow_cum: Vec<u32>,
-    rx_progress: u64,
+    /// What the rate hints know of the receive side.
+    rx: RxProgress,
     cm_entropy: u16,
     reported: bool,
+}
+
+/// What the rate hints know of a connection's receive side, from its flow-table entries.
+#[derive(Debug)]
+struct RxProgress {
+    /// Per flow: the cumulative FSN as last read.
+    cum: Vec<u32>,
+    /// Per flow: the NIC's change count of the entry ([`Nic::flow_rx_changes`]) and its SACK
+    /// bits at the last read, when the NIC counts changes.
+    seen: Vec<Option<(u64, u64)>>,
+    /// Cumulative FSN advances over all flows.
+    total: u64,
+}
+
+impl RxProgress {
+    /// `paths` flows expecting `initial_fsn` first.
+    fn new(paths: u16, initial_fsn: u32) -> Self {
+        RxProgress {
+            cum: vec![initial_fsn; paths as usize],
+            seen: vec![None; paths as usize],
+            total: 0,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -1059,8 +1082,7 @@ impl<N: Nic> Context<N> {
                 },
                 cm_msg: request,
                 entry,
-                rx_flow_cum: vec![0; opts.paths.count as usize],
-                rx_progress: 0,
+                rx: RxProgress::new(opts.paths.count, 0),
                 cm_entropy: entropies[0],
                 reported: false,
             },
@@ -1194,8 +1216,7 @@ impl<N: Nic> Context<N> {
                 },
                 cm_msg: reply,
                 entry,
-                rx_flow_cum: vec![msg.initial_fsn; paths as usize],
-                rx_progress: 0,
+                rx: RxProgress::new(paths, msg.initial_fsn),
                 cm_entropy: entropies[0],
                 reported: false,
             },
@@ -1218,7 +1239,7 @@ impl<N: Nic> Context<N> {
             let Some(s) = slot.as_mut() else { continue };
             let replied = s.cm_msg.reply_hint_mbps();
             let waiting = matches!(s.cm, CmState::AwaitRtu { .. } | CmState::Established);
-            if i as u32 == except || s.role != Role::Acceptor || !waiting || s.rx_progress > 0 {
+            if i as u32 == except || s.role != Role::Acceptor || !waiting || s.rx.total > 0 {
                 continue;
             }
             // Only a clear drop (below 4/5) is worth a packet: a few repeats per connection.
@@ -1651,7 +1672,7 @@ impl<N: Nic> Context<N> {
                             ..ours
                         };
                         s.cm_msg = rtu;
-                        s.rx_flow_cum = vec![msg.initial_fsn; paths as usize];
+                        s.rx = RxProgress::new(paths, msg.initial_fsn);
                         if let Some(hint) = msg.reply_hint_mbps() {
                             s.core.apply_rate_hint(self.now, hint);
                         }
@@ -1919,6 +1940,39 @@ impl<N: Nic> Context<N> {
         Ok(())
     }
 
+    /// Flow `f` of connection `slot` (flow-table entry `index`): how far its cumulative FSN
+    /// advanced since the last read (recorded), and how many packets it holds beyond it. An
+    /// entry the NIC reports unchanged since that read is not read again: its cumulative FSN
+    /// did not move and its SACK bits are the ones counted then.
+    fn read_flow_progress(&mut self, slot: usize, f: usize, index: u32) -> Result<(u64, u64)> {
+        let changes = self.dev.nic().flow_rx_changes(index);
+        let Some(rx) = self.conns.rx_progress_mut(slot) else {
+            return Ok((0, 0));
+        };
+        if let (Some(c), Some((seen, sacked))) = (changes, rx.seen[f])
+            && c == seen
+        {
+            return Ok((0, sacked));
+        }
+        let w = self.dev.read_table(TableId::Flow, index)?;
+        let sacked = w[1..=SACK_BITS / 32]
+            .iter()
+            .map(|x| x.count_ones() as u64)
+            .sum::<u64>();
+        let cum = w[0] & FSN_MASK;
+        let Some(rx) = self.conns.rx_progress_mut(slot) else {
+            return Ok((0, sacked));
+        };
+        rx.seen[f] = changes.map(|c| (c, sacked));
+        let prev = &mut rx.cum[f];
+        let d = fsn_diff(cum, *prev);
+        if d > 0 {
+            *prev = cum;
+            return Ok((d as u64, sacked));
+        }
+        Ok((0, sacked))
+    }
+
     fn update_hints(&mut self) -> Result<()> {
         let now = self.now;
         for i in 0..self.conns.len() {
@@ -1928,32 +1982,20 @@ impl<N: Nic> Context<N> {
             if s.cm != CmState::Established || self.fair.hint(i as u32).is_none() {
                 continue;
             }
-            let (base, n) = (s.entry.flow_base as u32, s.entry.flow_count as u32);
+            let (base, n) = (s.entry.flow_base as u32, s.entry.flow_count as usize);
             let mut progress = 0u64;
             // Packets received beyond the cumulative FSN count too: a sender whose first
             // packet was dropped (an incast's first burst) is active from its first arrival,
             // not from when its hole is filled.
             let mut beyond = 0u64;
             for f in 0..n {
-                let w = self.dev.read_table(TableId::Flow, base + f)?;
-                beyond += w[1..=SACK_BITS / 32]
-                    .iter()
-                    .map(|x| x.count_ones() as u64)
-                    .sum::<u64>();
-                let cum = w[0] & FSN_MASK;
-                let Some((cums, _)) = self.conns.rx_progress_mut(i) else {
-                    break;
-                };
-                let prev = &mut cums[f as usize];
-                let d = fsn_diff(cum, *prev);
-                if d > 0 {
-                    progress += d as u64;
-                    *prev = cum;
-                }
+                let (cum_advance, sacked) = self.read_flow_progress(i, f, base + f as u32)?;
+                progress += cum_advance;
+                beyond += sacked;
             }
-            if let Some((_, rx_progress)) = self.conns.rx_progress_mut(i) {
-                *rx_progress += progress;
-                let p = *rx_progress + beyond;
+            if let Some(rx) = self.conns.rx_progress_mut(i) {
+                rx.total += progress;
+                let p = rx.total + beyond;
                 self.fair.observe(i as u32, now, p);
             }
         }

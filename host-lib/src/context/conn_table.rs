@@ -9,7 +9,7 @@
 //! recomputed before the next question about the table, and the slot is visited by the next
 //! [`ConnTable::sweep`].
 
-use super::{CmState, ConnSlot};
+use super::{CmState, ConnSlot, RxProgress};
 use std::collections::BTreeSet;
 use std::ops::Deref;
 
@@ -181,13 +181,10 @@ impl ConnTable {
         s
     }
 
-    /// The receive-progress bookkeeping of slot `i` (per-flow cumulative FSNs, progress
-    /// count), to change: the summaries do not depend on it, so the slot stays unmarked.
-    pub(super) fn rx_progress_mut(&mut self, i: usize) -> Option<(&mut [u32], &mut u64)> {
-        self.slots
-            .get_mut(i)?
-            .as_mut()
-            .map(|s| (s.rx_flow_cum.as_mut_slice(), &mut s.rx_progress))
+    /// The receive-progress bookkeeping of slot `i`, to change: the summaries do not depend
+    /// on it, so the slot stays unmarked.
+    pub(super) fn rx_progress_mut(&mut self, i: usize) -> Option<&mut RxProgress> {
+        self.slots.get_mut(i)?.as_mut().map(|s| &mut s.rx)
     }
 
     /// Records the rate hint programmed for slot `i`'s connection (the summaries do not
