@@ -130,6 +130,9 @@ pub struct FastPath {
     sweep_due: u64,
     tx_frames: VecDeque<PortFrame>,
     events: VecDeque<Event>,
+    /// Scratch for the payload of the frame being built (no state: its bytes are overwritten
+    /// before each use).
+    tx_payload: Vec<u8>,
 }
 
 impl FastPath {
@@ -159,6 +162,7 @@ impl FastPath {
             sweep_due: 0,
             tx_frames: VecDeque::new(),
             events: VecDeque::new(),
+            tx_payload: Vec::new(),
         }
     }
 

@@ -139,12 +139,20 @@ impl FastPath {
                 imm: opcode.has_imm().then_some(desc.imm),
             })
         };
-        let mut payload = Vec::new();
+        // The payload goes through a buffer kept from frame to frame: a fresh zeroed one per
+        // frame cost more than reading the payload into it.
+        let mut payload = std::mem::take(&mut self.tx_payload);
         // An empty payload reads nothing (so its address is never checked).
         if opcode != Opcode::Cm && payload_len > 0 {
-            payload = vec![0u8; payload_len as usize];
-            mem.dma_read(desc.local_addr, &mut payload)
-                .map_err(|_| TxErrorReason::DmaError)?;
+            // Resizing keeps the last frame's bytes (zeroing only growth); the read overwrites
+            // them all.
+            payload.resize(payload_len as usize, 0);
+            if mem.dma_read(desc.local_addr, &mut payload).is_err() {
+                self.tx_payload = payload;
+                return Err(TxErrorReason::DmaError);
+            }
+        } else {
+            payload.clear();
         }
         let bth = BthRepr {
             opcode,
@@ -156,6 +164,7 @@ impl FastPath {
         let frame = self.build(&conn, desc.entropy, bth, transport, &payload);
         self.count(Counter::TxPackets);
         self.add(Counter::TxBytes, payload.len() as u64);
+        self.tx_payload = payload;
         self.emit_frame(desc.port, frame);
         Ok(())
     }
