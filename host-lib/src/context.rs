@@ -486,9 +486,6 @@ struct ConnSlot {
 struct RxProgress {
     /// Per flow: the cumulative FSN as last read.
     cum: Vec<u32>,
-    /// Per flow: the NIC's change count of the entry ([`Nic::flow_rx_changes`]) and its SACK
-    /// bits at the last read, when the NIC counts changes.
-    seen: Vec<Option<(u64, u64)>>,
     /// Cumulative FSN advances over all flows.
     total: u64,
 }
@@ -498,7 +495,6 @@ impl RxProgress {
     fn new(paths: u16, initial_fsn: u32) -> Self {
         RxProgress {
             cum: vec![initial_fsn; paths as usize],
-            seen: vec![None; paths as usize],
             total: 0,
         }
     }
@@ -642,6 +638,11 @@ pub struct Context<N: Nic> {
     due: Vec<usize>,
     /// Scratch: completions on their way to the CQs.
     wcs: Vec<(Cq, WorkCompletion)>,
+    /// Per flow-table entry: the NIC's change count ([`Nic::flow_rx_changes`]) and the SACK
+    /// bits at the rate hints' last read of it, when the NIC counts changes.
+    flow_seen: Vec<Option<(u64, u64)>>,
+    /// Scratch: established connections with their flow-table ranges.
+    established: Vec<(usize, u32, u32)>,
     fair: FairShare,
     /// The host-wide in-flight cap and pacer over every connection.
     budget: HostBudget,
@@ -693,6 +694,8 @@ impl<N: Nic> Context<N> {
             descs: Vec::new(),
             due: Vec::new(),
             wcs: Vec::new(),
+            flow_seen: vec![None; sizes.flows as usize],
+            established: Vec::new(),
             fair,
             budget: HostBudget::new(cfg.transport.host_budget, cfg.transport.line_rate_mbps),
             rr_next: 0,
@@ -1946,10 +1949,8 @@ impl<N: Nic> Context<N> {
     /// did not move and its SACK bits are the ones counted then.
     fn read_flow_progress(&mut self, slot: usize, f: usize, index: u32) -> Result<(u64, u64)> {
         let changes = self.dev.nic().flow_rx_changes(index);
-        let Some(rx) = self.conns.rx_progress_mut(slot) else {
-            return Ok((0, 0));
-        };
-        if let (Some(c), Some((seen, sacked))) = (changes, rx.seen[f])
+        let seen = self.flow_seen.get(index as usize).copied().flatten();
+        if let (Some(c), Some((seen, sacked))) = (changes, seen)
             && c == seen
         {
             return Ok((0, sacked));
@@ -1960,10 +1961,12 @@ impl<N: Nic> Context<N> {
             .map(|x| x.count_ones() as u64)
             .sum::<u64>();
         let cum = w[0] & FSN_MASK;
+        if let Some(seen) = self.flow_seen.get_mut(index as usize) {
+            *seen = changes.map(|c| (c, sacked));
+        }
         let Some(rx) = self.conns.rx_progress_mut(slot) else {
             return Ok((0, sacked));
         };
-        rx.seen[f] = changes.map(|c| (c, sacked));
         let prev = &mut rx.cum[f];
         let d = fsn_diff(cum, *prev);
         if d > 0 {
@@ -1973,16 +1976,27 @@ impl<N: Nic> Context<N> {
         Ok((0, sacked))
     }
 
+    /// Whether the NIC reports every entry of `flows` (first, count) unchanged since the rate
+    /// hints last read it.
+    fn flows_unchanged(&mut self, (base, n): (u32, u32)) -> bool {
+        (base..base + n).all(|index| {
+            let seen = self.flow_seen.get(index as usize).copied().flatten();
+            let changes = self.dev.nic().flow_rx_changes(index);
+            changes.is_some() && seen.map(|(c, _)| c) == changes
+        })
+    }
+
     fn update_hints(&mut self) -> Result<()> {
         let now = self.now;
-        for i in 0..self.conns.len() {
-            let Some(s) = self.conns[i].as_ref() else {
-                continue;
-            };
-            if s.cm != CmState::Established || self.fair.hint(i as u32).is_none() {
+        let mut established = std::mem::take(&mut self.established);
+        self.conns.established_flows(&mut established);
+        for &(i, base, n) in &established {
+            // Flows the NIC reports unchanged since their last read give the progress
+            // observed then, which the fair share already holds: nothing to observe.
+            if self.fair.hint(i as u32).is_none() || self.flows_unchanged((base, n)) {
                 continue;
             }
-            let (base, n) = (s.entry.flow_base as u32, s.entry.flow_count as usize);
+            let n = n as usize;
             let mut progress = 0u64;
             // Packets received beyond the cumulative FSN count too: a sender whose first
             // packet was dropped (an incast's first burst) is active from its first arrival,
@@ -1999,6 +2013,7 @@ impl<N: Nic> Context<N> {
                 self.fair.observe(i as u32, now, p);
             }
         }
+        self.established = established;
         let mut changed = Vec::new();
         self.fair.compute(now, |c, h| changed.push((c, h)));
         for (c, h) in changed {

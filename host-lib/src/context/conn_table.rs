@@ -26,6 +26,8 @@ struct Summary {
     established: bool,
     /// When a CM wait (reply, RTU, disconnect reply) times out.
     cm_next: Option<u64>,
+    /// The connection's flow-table entries: first, count.
+    flows: (u32, u32),
 }
 
 impl Summary {
@@ -45,6 +47,7 @@ impl Summary {
             inflight: s.core.inflight_bytes(),
             established: s.cm == CmState::Established,
             cm_next,
+            flows: (s.entry.flow_base as u32, s.entry.flow_count as u32),
         }
     }
 
@@ -270,6 +273,22 @@ impl ConnTable {
     pub(super) fn next_cm_wait(&mut self) -> Option<u64> {
         self.refresh();
         self.cm_waits.first().map(|&(t, _)| t)
+    }
+
+    /// The established connections, ascending, with their flow-table entries (slot, first,
+    /// count), into `out`: a pass over the compact summaries rather than the slots.
+    pub(super) fn established_flows(&mut self, out: &mut Vec<(usize, u32, u32)>) {
+        self.refresh();
+        out.clear();
+        if self.established == 0 {
+            return;
+        }
+        let up = self
+            .summaries
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.established);
+        out.extend(up.map(|(i, s)| (i, s.flows.0, s.flows.1)));
     }
 
     /// Whether any connection is established.
