@@ -53,6 +53,11 @@ pub trait HostMemory {
     fn dma_read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault>;
     /// Writes `data` at `addr`.
     fn dma_write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaFault>;
+    /// The `len` bytes at `addr` in place, where the memory can lend them (simulated memory):
+    /// what [`HostMemory::dma_read`] would read, without copying it first. `None`: read them.
+    fn dma_view(&self, _addr: u64, _len: usize) -> Option<&[u8]> {
+        None
+    }
 }
 
 /// Default number of data packets per flow between coalesced ACKs.

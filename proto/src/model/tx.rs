@@ -139,8 +139,26 @@ impl FastPath {
                 imm: opcode.has_imm().then_some(desc.imm),
             })
         };
-        // The payload goes through a buffer kept from frame to frame: a fresh zeroed one per
-        // frame cost more than reading the payload into it.
+        let bth = BthRepr {
+            opcode,
+            solicited: desc.flags & FLAG_SOLICITED != 0,
+            dest_conn: conn.peer_conn,
+            ack_req: desc.flags & FLAG_ACK_REQ != 0,
+            psn: desc.fsn & crate::wire::FSN_MASK,
+        };
+        // Memory that lends the payload in place is copied once, straight into the frame.
+        let view = (opcode != Opcode::Cm && payload_len > 0)
+            .then(|| mem.dma_view(desc.local_addr, payload_len as usize))
+            .flatten();
+        if let Some(payload) = view {
+            let frame = self.build(&conn, desc.entropy, bth, transport, payload);
+            self.count(Counter::TxPackets);
+            self.add(Counter::TxBytes, payload.len() as u64);
+            self.emit_frame(desc.port, frame);
+            return Ok(());
+        }
+        // Otherwise through a buffer kept from frame to frame: a fresh zeroed one per frame
+        // cost more than reading the payload into it.
         let mut payload = std::mem::take(&mut self.tx_payload);
         // An empty payload reads nothing (so its address is never checked).
         if opcode != Opcode::Cm && payload_len > 0 {
@@ -154,13 +172,6 @@ impl FastPath {
         } else {
             payload.clear();
         }
-        let bth = BthRepr {
-            opcode,
-            solicited: desc.flags & FLAG_SOLICITED != 0,
-            dest_conn: conn.peer_conn,
-            ack_req: desc.flags & FLAG_ACK_REQ != 0,
-            psn: desc.fsn & crate::wire::FSN_MASK,
-        };
         let frame = self.build(&conn, desc.entropy, bth, transport, &payload);
         self.count(Counter::TxPackets);
         self.add(Counter::TxBytes, payload.len() as u64);
