@@ -81,6 +81,13 @@ pub trait Nic {
     fn next_timer_ns(&mut self) -> Option<u64> {
         None
     }
+    /// How many times a simulated NIC may have changed the receive state (cumulative FSN,
+    /// SACK bitmap) of flow-table entry `index`, so that a driver polling the flow table can
+    /// skip entries whose count did not move; `None` when not counted (hardware, the RTL) or
+    /// out of range: read the entry.
+    fn flow_rx_changes(&mut self, _index: u32) -> Option<u64> {
+        None
+    }
 }
 
 /// The wire side of a simulated NIC: its MAC ports, one per plane.

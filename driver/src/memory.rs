@@ -88,6 +88,13 @@ impl SimMemory {
         true
     }
 
+    /// The `len` bytes at `addr`, if one allocation holds them all.
+    fn view(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        let (&base, buf) = self.allocs.range(..=addr).next_back()?;
+        let off = (addr - base) as usize;
+        buf.get(off..off.checked_add(len)?)
+    }
+
     fn find(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
         let (&base, buf) = self.allocs.range_mut(..=addr).next_back()?;
         let off = (addr - base) as usize;
@@ -173,6 +180,10 @@ impl HostMemory for SimMemory {
             });
         }
         Ok(())
+    }
+
+    fn dma_view(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        self.view(addr, len)
     }
 }
 

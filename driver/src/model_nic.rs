@@ -51,6 +51,10 @@ impl Nic for ModelNic {
     fn next_timer_ns(&mut self) -> Option<u64> {
         self.fast_path.next_ack_timer()
     }
+
+    fn flow_rx_changes(&mut self, index: u32) -> Option<u64> {
+        self.fast_path.flow_rx_changes(index as usize)
+    }
 }
 
 impl SimPort for ModelNic {

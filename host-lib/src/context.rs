@@ -3,12 +3,13 @@
 //! ([`Context::progress`]) that moves descriptors and events between the NIC and the sans-IO
 //! core.
 
-use crate::core::host_budget::{HostBudget, Refusal, round_robin};
+use crate::core::host_budget::{HostBudget, Refusal, round_robin_among};
 use crate::core::{
     ConnState, Connection, ConnectionParams, ConnectionStats, FailReason, FairShare, PathStats,
     TagMode, TransportConfig, WorkCompletion, WorkRequest, WrKind,
 };
 use crate::error::{Error, Result};
+use conn_table::ConnTable;
 use ferroce_driver::{Device, Nic};
 use ferroce_proto::hsi::tables::{ACCESS_LOCAL_WRITE, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE};
 use ferroce_proto::hsi::{
@@ -21,6 +22,8 @@ use ferroce_proto::wire::{
 };
 use std::collections::VecDeque;
 use std::net::IpAddr;
+
+mod conn_table;
 
 /// Access rights of a memory region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -472,10 +475,29 @@ struct ConnSlot {
     /// Our last CM message (request or reply), resent on timeout.
     cm_msg: CmRepr,
     entry: ConnectionEntry,
-    rx_flow_cum: Vec<u32>,
-    rx_progress: u64,
+    /// What the rate hints know of the receive side.
+    rx: RxProgress,
     cm_entropy: u16,
     reported: bool,
+}
+
+/// What the rate hints know of a connection's receive side, from its flow-table entries.
+#[derive(Debug)]
+struct RxProgress {
+    /// Per flow: the cumulative FSN as last read.
+    cum: Vec<u32>,
+    /// Cumulative FSN advances over all flows.
+    total: u64,
+}
+
+impl RxProgress {
+    /// `paths` flows expecting `initial_fsn` first.
+    fn new(paths: u16, initial_fsn: u32) -> Self {
+        RxProgress {
+            cum: vec![initial_fsn; paths as usize],
+            total: 0,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -600,7 +622,7 @@ pub struct Context<N: Nic> {
     mrs: Vec<Option<MrState>>,
     mr_keys: Vec<u8>,
     cqs: Vec<Option<CqState>>,
-    conns: Vec<Option<ConnSlot>>,
+    conns: ConnTable,
     flows: RangeAlloc,
     tags: RangeAlloc,
     listening: bool,
@@ -612,6 +634,15 @@ pub struct Context<N: Nic> {
     cm_slot: u64,
     events: Vec<Event>,
     descs: Vec<TxDescriptor>,
+    /// Scratch: connections with a due timer, or due to transmit.
+    due: Vec<usize>,
+    /// Scratch: completions on their way to the CQs.
+    wcs: Vec<(Cq, WorkCompletion)>,
+    /// Per flow-table entry: the NIC's change count ([`Nic::flow_rx_changes`]) and the SACK
+    /// bits at the rate hints' last read of it, when the NIC counts changes.
+    flow_seen: Vec<Option<(u64, u64)>>,
+    /// Scratch: established connections with their flow-table ranges.
+    established: Vec<(usize, u32, u32)>,
     fair: FairShare,
     /// The host-wide in-flight cap and pacer over every connection.
     budget: HostBudget,
@@ -639,8 +670,6 @@ impl<N: Nic> Context<N> {
         let mut fair = FairShare::new(cfg.inbound_capacity_mbps, cfg.activity_timeout_ns);
         fair.set_shared_utilization(cfg.transport.hint_shared_utilization);
         fair.set_reserve_unseen(cfg.transport.hint_reserves_unseen);
-        let mut conns = Vec::new();
-        conns.resize_with(sizes.connections as usize, || None);
         let mut cqs = Vec::new();
         cqs.resize_with(0, || None);
         Ok(Context {
@@ -651,7 +680,7 @@ impl<N: Nic> Context<N> {
             mrs: vec![None; sizes.regions as usize],
             mr_keys: vec![0; sizes.regions as usize],
             cqs,
-            conns,
+            conns: ConnTable::new(sizes.connections as usize),
             flows: RangeAlloc::new(sizes.flows),
             tags: RangeAlloc::new(sizes.tags),
             listening: false,
@@ -663,6 +692,10 @@ impl<N: Nic> Context<N> {
             cm_slot: 0,
             events: Vec::new(),
             descs: Vec::new(),
+            due: Vec::new(),
+            wcs: Vec::new(),
+            flow_seen: vec![None; sizes.flows as usize],
+            established: Vec::new(),
             fair,
             budget: HostBudget::new(cfg.transport.host_budget, cfg.transport.line_rate_mbps),
             rr_next: 0,
@@ -1038,23 +1071,25 @@ impl<N: Nic> Context<N> {
         let core = Connection::new(params, self.cfg.transport.clone(), self.now);
         // A new CM wait: the next progress scans the CM timers.
         self.cm_due = 0;
-        self.conns[id as usize] = Some(ConnSlot {
-            core,
-            pd: opts.pd,
-            send_cq: opts.send_cq,
-            recv_cq: opts.recv_cq,
-            role: Role::Requester,
-            cm: CmState::AwaitReply {
-                next: self.now + self.cfg.cm_retry_ns,
-                tries: 0,
+        self.conns.set(
+            id as usize,
+            ConnSlot {
+                core,
+                pd: opts.pd,
+                send_cq: opts.send_cq,
+                recv_cq: opts.recv_cq,
+                role: Role::Requester,
+                cm: CmState::AwaitReply {
+                    next: self.now + self.cfg.cm_retry_ns,
+                    tries: 0,
+                },
+                cm_msg: request,
+                entry,
+                rx: RxProgress::new(opts.paths.count, 0),
+                cm_entropy: entropies[0],
+                reported: false,
             },
-            cm_msg: request,
-            entry,
-            rx_flow_cum: vec![0; opts.paths.count as usize],
-            rx_progress: 0,
-            cm_entropy: entropies[0],
-            reported: false,
-        });
+        );
         self.send_request(id)?;
         Ok(ConnId(id))
     }
@@ -1170,23 +1205,25 @@ impl<N: Nic> Context<N> {
         let core = Connection::new(params, self.cfg.transport.clone(), self.now);
         // A new CM wait: the next progress scans the CM timers.
         self.cm_due = 0;
-        self.conns[id as usize] = Some(ConnSlot {
-            core,
-            pd: opts.pd,
-            send_cq: opts.send_cq,
-            recv_cq: opts.recv_cq,
-            role: Role::Acceptor,
-            cm: CmState::AwaitRtu {
-                next: self.now + self.cfg.cm_retry_ns,
-                tries: 0,
+        self.conns.set(
+            id as usize,
+            ConnSlot {
+                core,
+                pd: opts.pd,
+                send_cq: opts.send_cq,
+                recv_cq: opts.recv_cq,
+                role: Role::Acceptor,
+                cm: CmState::AwaitRtu {
+                    next: self.now + self.cfg.cm_retry_ns,
+                    tries: 0,
+                },
+                cm_msg: reply,
+                entry,
+                rx: RxProgress::new(paths, msg.initial_fsn),
+                cm_entropy: entropies[0],
+                reported: false,
             },
-            cm_msg: reply,
-            entry,
-            rx_flow_cum: vec![msg.initial_fsn; paths as usize],
-            rx_progress: 0,
-            cm_entropy: entropies[0],
-            reported: false,
-        });
+        );
         self.send_cm(id, entropies[0], reply)?;
         if self.cfg.transport.reply_hint_refresh {
             self.refresh_reply_hints(id, newcomer)?;
@@ -1205,7 +1242,7 @@ impl<N: Nic> Context<N> {
             let Some(s) = slot.as_mut() else { continue };
             let replied = s.cm_msg.reply_hint_mbps();
             let waiting = matches!(s.cm, CmState::AwaitRtu { .. } | CmState::Established);
-            if i as u32 == except || s.role != Role::Acceptor || !waiting || s.rx_progress > 0 {
+            if i as u32 == except || s.role != Role::Acceptor || !waiting || s.rx.total > 0 {
                 continue;
             }
             // Only a clear drop (below 4/5) is worth a packet: a few repeats per connection.
@@ -1258,11 +1295,7 @@ impl<N: Nic> Context<N> {
     /// entry (the NIC drops its packets from then on) and frees its flows and Tag contexts.
     /// The handle becomes invalid. (No disconnect message is exchanged yet: destroy both ends.)
     pub fn destroy_connection(&mut self, c: ConnId) -> Result<()> {
-        let mut s = self
-            .conns
-            .get_mut(c.0 as usize)
-            .and_then(Option::take)
-            .ok_or(Error::InvalidHandle)?;
+        let mut s = self.conns.take(c.0 as usize).ok_or(Error::InvalidHandle)?;
         s.core.fail(FailReason::Disconnected);
         while let Some(wc) = s.core.poll_completion() {
             let cq = if wc.opcode.is_recv() {
@@ -1326,10 +1359,7 @@ impl<N: Nic> Context<N> {
     }
 
     fn slot_mut(&mut self, c: ConnId) -> Result<&mut ConnSlot> {
-        self.conns
-            .get_mut(c.0 as usize)
-            .and_then(Option::as_mut)
-            .ok_or(Error::InvalidHandle)
+        self.conns.get_mut(c.0 as usize).ok_or(Error::InvalidHandle)
     }
 
     /// A connection's state.
@@ -1485,7 +1515,7 @@ impl<N: Nic> Context<N> {
 
     fn established(&mut self, id: u32) {
         let now = self.now;
-        if let Some(Some(s)) = self.conns.get_mut(id as usize)
+        if let Some(s) = self.conns.get_mut(id as usize)
             && matches!(s.cm, CmState::AwaitReply { .. } | CmState::AwaitRtu { .. })
         {
             s.cm = CmState::Established;
@@ -1587,7 +1617,7 @@ impl<N: Nic> Context<N> {
             CmKind::TagModes => self.store_tag_page(src_ip, peer_ip, msg),
             CmKind::Reply => {
                 let id = msg.dst_conn;
-                let Some(Some(s)) = self.conns.get_mut(id as usize) else {
+                let Some(s) = self.conns.get_mut(id as usize) else {
                     return Ok(());
                 };
                 if s.role != Role::Requester || s.entry.peer_ip != src_ip {
@@ -1645,7 +1675,7 @@ impl<N: Nic> Context<N> {
                             ..ours
                         };
                         s.cm_msg = rtu;
-                        s.rx_flow_cum = vec![msg.initial_fsn; paths as usize];
+                        s.rx = RxProgress::new(paths, msg.initial_fsn);
                         if let Some(hint) = msg.reply_hint_mbps() {
                             s.core.apply_rate_hint(self.now, hint);
                         }
@@ -1688,7 +1718,7 @@ impl<N: Nic> Context<N> {
             }
             CmKind::Reject => {
                 let id = msg.dst_conn;
-                if let Some(Some(s)) = self.conns.get_mut(id as usize) {
+                if let Some(s) = self.conns.get_mut(id as usize) {
                     // A requester's request was refused, or a requester refused our Reply.
                     let requester =
                         s.role == Role::Requester && matches!(s.cm, CmState::AwaitReply { .. });
@@ -1707,7 +1737,6 @@ impl<N: Nic> Context<N> {
                 let ours = self
                     .conns
                     .get_mut(id as usize)
-                    .and_then(Option::as_mut)
                     .filter(|s| s.entry.peer_ip == src_ip && s.entry.peer_conn == msg.src_conn);
                 let reply = CmRepr {
                     kind: CmKind::DisconnectReply,
@@ -1745,7 +1774,7 @@ impl<N: Nic> Context<N> {
             }
             CmKind::DisconnectReply => {
                 let id = msg.dst_conn;
-                if let Some(Some(s)) = self.conns.get_mut(id as usize)
+                if let Some(s) = self.conns.get_mut(id as usize)
                     && matches!(s.cm, CmState::AwaitDisconnect { .. })
                     && s.entry.peer_ip == src_ip
                 {
@@ -1914,49 +1943,81 @@ impl<N: Nic> Context<N> {
         Ok(())
     }
 
+    /// Flow `f` of connection `slot` (flow-table entry `index`): how far its cumulative FSN
+    /// advanced since the last read (recorded), and how many packets it holds beyond it. An
+    /// entry the NIC reports unchanged since that read is not read again: its cumulative FSN
+    /// did not move and its SACK bits are the ones counted then.
+    fn read_flow_progress(&mut self, slot: usize, f: usize, index: u32) -> Result<(u64, u64)> {
+        let changes = self.dev.nic().flow_rx_changes(index);
+        let seen = self.flow_seen.get(index as usize).copied().flatten();
+        if let (Some(c), Some((seen, sacked))) = (changes, seen)
+            && c == seen
+        {
+            return Ok((0, sacked));
+        }
+        let w = self.dev.read_table(TableId::Flow, index)?;
+        let sacked = w[1..=SACK_BITS / 32]
+            .iter()
+            .map(|x| x.count_ones() as u64)
+            .sum::<u64>();
+        let cum = w[0] & FSN_MASK;
+        if let Some(seen) = self.flow_seen.get_mut(index as usize) {
+            *seen = changes.map(|c| (c, sacked));
+        }
+        let Some(rx) = self.conns.rx_progress_mut(slot) else {
+            return Ok((0, sacked));
+        };
+        let prev = &mut rx.cum[f];
+        let d = fsn_diff(cum, *prev);
+        if d > 0 {
+            *prev = cum;
+            return Ok((d as u64, sacked));
+        }
+        Ok((0, sacked))
+    }
+
+    /// Whether the NIC reports every entry of `flows` (first, count) unchanged since the rate
+    /// hints last read it.
+    fn flows_unchanged(&mut self, (base, n): (u32, u32)) -> bool {
+        (base..base + n).all(|index| {
+            let seen = self.flow_seen.get(index as usize).copied().flatten();
+            let changes = self.dev.nic().flow_rx_changes(index);
+            changes.is_some() && seen.map(|(c, _)| c) == changes
+        })
+    }
+
     fn update_hints(&mut self) -> Result<()> {
         let now = self.now;
-        for i in 0..self.conns.len() {
-            let Some(s) = self.conns[i].as_ref() else {
-                continue;
-            };
-            if s.cm != CmState::Established || self.fair.hint(i as u32).is_none() {
+        let mut established = std::mem::take(&mut self.established);
+        self.conns.established_flows(&mut established);
+        for &(i, base, n) in &established {
+            // Flows the NIC reports unchanged since their last read give the progress
+            // observed then, which the fair share already holds: nothing to observe.
+            if self.fair.hint(i as u32).is_none() || self.flows_unchanged((base, n)) {
                 continue;
             }
-            let (base, n) = (s.entry.flow_base as u32, s.entry.flow_count as u32);
+            let n = n as usize;
             let mut progress = 0u64;
             // Packets received beyond the cumulative FSN count too: a sender whose first
             // packet was dropped (an incast's first burst) is active from its first arrival,
             // not from when its hole is filled.
             let mut beyond = 0u64;
             for f in 0..n {
-                let w = self.dev.read_table(TableId::Flow, base + f)?;
-                beyond += w[1..=SACK_BITS / 32]
-                    .iter()
-                    .map(|x| x.count_ones() as u64)
-                    .sum::<u64>();
-                let cum = w[0] & FSN_MASK;
-                let Some(s) = self.conns[i].as_mut() else {
-                    break;
-                };
-                let prev = &mut s.rx_flow_cum[f as usize];
-                let d = fsn_diff(cum, *prev);
-                if d > 0 {
-                    progress += d as u64;
-                    *prev = cum;
-                }
+                let (cum_advance, sacked) = self.read_flow_progress(i, f, base + f as u32)?;
+                progress += cum_advance;
+                beyond += sacked;
             }
-            if let Some(s) = self.conns[i].as_mut() {
-                s.rx_progress += progress;
-                let p = s.rx_progress + beyond;
+            if let Some(rx) = self.conns.rx_progress_mut(i) {
+                rx.total += progress;
+                let p = rx.total + beyond;
                 self.fair.observe(i as u32, now, p);
             }
         }
+        self.established = established;
         let mut changed = Vec::new();
         self.fair.compute(now, |c, h| changed.push((c, h)));
         for (c, h) in changed {
-            if let Some(Some(s)) = self.conns.get_mut(c as usize) {
-                s.entry.rate_hint_mbps = h;
+            if self.conns.set_rate_hint(c as usize, h) {
                 self.dev.set_rate_hint(c, h)?;
                 self.stats.hints_programmed += 1;
             }
@@ -1964,30 +2025,83 @@ impl<N: Nic> Context<N> {
         Ok(())
     }
 
+    /// Moves the completions of the connections that changed since the last call to their
+    /// CQs, and reports connections that failed since (the others have nothing new).
+    fn deliver_completions(&mut self) {
+        let mut wcs = std::mem::take(&mut self.wcs);
+        let cm_events = &mut self.cm_events;
+        self.conns.sweep(|i, s| {
+            let (scq, rcq) = (s.send_cq, s.recv_cq);
+            while let Some(wc) = s.core.poll_completion() {
+                wcs.push((if wc.opcode.is_recv() { rcq } else { scq }, wc));
+            }
+            if let ConnState::Failed(reason) = s.core.state()
+                && !s.reported
+            {
+                s.reported = true;
+                s.cm = CmState::Failed;
+                cm_events.push_back(CmEvent::Failed(ConnId(i as u32), reason));
+            }
+        });
+        for (cq, wc) in wcs.drain(..) {
+            self.push_cq(cq, wc);
+        }
+        self.wcs = wcs;
+    }
+
+    /// When [`Context::progress`] has to run next: the earliest connection timer, CM wait,
+    /// NIC timer (when asked to wake for them) or hint update (with a connection up), or when
+    /// a connection may transmit, which, when the host budget held it back, is once the
+    /// pacer lets it (a full cap waits for an ACK or a timer instead: never spin on it).
+    fn next_wake(&mut self, now: u64) -> Option<u64> {
+        let tx = match self.budget.refusal() {
+            None => self.conns.next_transmit(),
+            Some(Refusal::PacedUntil(p)) => self.conns.next_transmit().map(|t| t.max(p)),
+            Some(Refusal::Full) => None,
+        };
+        let mut wake = [self.conns.next_timer(), tx, self.conns.next_cm_wait()]
+            .into_iter()
+            .flatten()
+            .min();
+        self.dev.nic().poll(now);
+        // A simulated NIC's ACK timers: wake then, or the ACK would wait for other news.
+        if let Some(t) = self
+            .cfg
+            .nic_timer_wake
+            .then(|| self.dev.nic().next_timer_ns())
+            .flatten()
+        {
+            let t = t.max(now + 1);
+            wake = Some(wake.map_or(t, |w| w.min(t)));
+        }
+        if self.conns.any_established() {
+            wake = Some(wake.map_or(self.next_hint_at, |w| w.min(self.next_hint_at)));
+        }
+        wake
+    }
+
     /// Moves due packets of every connection to the TX ring under the host budget: one
     /// packet per connection per turn, round robin from where the last round stopped, until
     /// no connection has anything to send, the budget refuses, or the ring is full; one
     /// doorbell for the batch.
     fn transmit(&mut self, now: u64) -> Result<()> {
-        let (inflight, active) = self.conns.iter().flatten().fold((0, 0), |(b, n), s| {
-            let f = s.core.inflight_bytes();
-            (
-                b + f,
-                n + usize::from(f > 0 || s.core.transmit_at().is_some()),
-            )
-        });
+        let (inflight, active) = self.conns.totals();
         self.budget.begin(inflight, active);
         let space = self.dev.tx_space() as usize;
         let mut descs = std::mem::take(&mut self.descs);
         descs.clear();
+        // Only connections due by their own pacing can send; the others would decline.
+        let mut due = std::mem::take(&mut self.due);
+        self.conns.due_transmits(now, &mut due);
         let conns = &mut self.conns;
-        let (_, next) = round_robin(
+        let (_, next) = round_robin_among(
             conns.len(),
             self.rr_next,
+            &mut due,
             space,
             &mut self.budget,
             |i, b| {
-                conns[i].as_mut().map_or(0, |s| {
+                conns.get_mut(i).map_or(0, |s| {
                     // Nothing due (the timers above released every parked packet that is):
                     // skip the pass over the connection's flows.
                     if s.core.transmit_at().is_none_or(|t| t > now) {
@@ -1999,6 +2113,7 @@ impl<N: Nic> Context<N> {
             },
         );
         self.rr_next = next;
+        self.due = due;
         let r = if descs.is_empty() {
             Ok(())
         } else {
@@ -2034,7 +2149,7 @@ impl<N: Nic> Context<N> {
                 | Event::Completion { conn, .. }
                 | Event::TxError { conn, .. } => {
                     let id = *conn;
-                    let Some(Some(s)) = self.conns.get_mut(id as usize) else {
+                    let Some(s) = self.conns.get_mut(id as usize) else {
                         self.stats.stray_events += 1;
                         continue;
                     };
@@ -2061,73 +2176,17 @@ impl<N: Nic> Context<N> {
             self.stats.events_lost = dropped;
         }
         // Timers first, so that what they queue for resending takes part in the round.
-        for s in self.conns.iter_mut().flatten() {
-            if s.core.poll_timer().is_some_and(|t| t <= now) {
+        let mut due = std::mem::take(&mut self.due);
+        self.conns.due_timers(now, &mut due);
+        for &i in &due {
+            if let Some(s) = self.conns.get_mut(i) {
                 s.core.handle_timeout(now);
             }
         }
+        self.due = due;
         self.transmit(now)?;
-        let refusal = self.budget.refusal();
-        let mut wake: Option<u64> = None;
-        for i in 0..self.conns.len() {
-            let Some(s) = self.conns[i].as_mut() else {
-                continue;
-            };
-            let (scq, rcq) = (s.send_cq, s.recv_cq);
-            let mut wcs = Vec::new();
-            while let Some(wc) = s.core.poll_completion() {
-                wcs.push(wc);
-            }
-            if let ConnState::Failed(reason) = s.core.state()
-                && !s.reported
-            {
-                s.reported = true;
-                if s.cm != CmState::Failed {
-                    s.cm = CmState::Failed;
-                }
-                self.cm_events
-                    .push_back(CmEvent::Failed(ConnId(i as u32), reason));
-            }
-            // A connection held back by the host budget waits for the pacer, or, when the cap
-            // is full, for an ACK (an event wakes us) or a timer; never spin on its own pacing.
-            let tx = match (s.core.transmit_at(), refusal) {
-                (Some(t), None) => Some(t),
-                (Some(t), Some(Refusal::PacedUntil(p))) => Some(t.max(p)),
-                (_, Some(Refusal::Full)) | (None, _) => None,
-            };
-            if let Some(t) = s.core.poll_timer().into_iter().chain(tx).min() {
-                wake = Some(wake.map_or(t, |w| w.min(t)));
-            }
-            if let CmState::AwaitReply { next, .. }
-            | CmState::AwaitRtu { next, .. }
-            | CmState::AwaitDisconnect { next, .. } = s.cm
-            {
-                wake = Some(wake.map_or(next, |w| w.min(next)));
-            }
-            for wc in wcs {
-                let cq = if wc.opcode.is_recv() { rcq } else { scq };
-                self.push_cq(cq, wc);
-            }
-        }
-        self.dev.nic().poll(now);
-        // A simulated NIC's ACK timers: wake then, or the ACK would wait for other news.
-        if let Some(t) = self
-            .cfg
-            .nic_timer_wake
-            .then(|| self.dev.nic().next_timer_ns())
-            .flatten()
-        {
-            let t = t.max(now + 1);
-            wake = Some(wake.map_or(t, |w| w.min(t)));
-        }
-        if self
-            .conns
-            .iter()
-            .flatten()
-            .any(|s| s.cm == CmState::Established)
-        {
-            wake = Some(wake.map_or(self.next_hint_at, |w| w.min(self.next_hint_at)));
-        }
+        self.deliver_completions();
+        let wake = self.next_wake(now);
         if lost > 0 {
             return Err(Error::EventsLost(lost));
         }

@@ -110,6 +110,13 @@ impl Nic for AnyNic {
             AnyNic::Rtl(n) => n.next_timer_ns(),
         }
     }
+
+    fn flow_rx_changes(&mut self, index: u32) -> Option<u64> {
+        match self {
+            AnyNic::Model(n) => n.flow_rx_changes(index),
+            AnyNic::Rtl(n) => n.flow_rx_changes(index),
+        }
+    }
 }
 
 impl SimPort for AnyNic {

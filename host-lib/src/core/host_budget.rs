@@ -271,12 +271,41 @@ pub fn round_robin(
     start: usize,
     max: usize,
     budget: &mut HostBudget,
+    turn: impl FnMut(usize, &mut HostBudget) -> usize,
+) -> (usize, usize) {
+    let mut all: Vec<usize> = (0..n).collect();
+    round_robin_among(n, start, &mut all, max, budget, turn)
+}
+
+/// [`round_robin`] with turns offered only to `candidates` (ascending indices below `n`, used
+/// as scratch): every other connection is one whose turn would send nothing without asking
+/// the budget (nothing due), so leaving it out gives the same packets, order and result,
+/// while a round costs in proportion to the connections with something due. Where
+/// [`round_robin`] would have stopped at such a connection (a refusal left by the turn
+/// before it), this stops too.
+pub fn round_robin_among(
+    n: usize,
+    start: usize,
+    candidates: &mut Vec<usize>,
+    max: usize,
+    budget: &mut HostBudget,
     mut turn: impl FnMut(usize, &mut HostBudget) -> usize,
 ) -> (usize, usize) {
-    let mut hungry: Vec<usize> = (0..n).map(|k| (start + k) % n.max(1)).collect();
+    if n == 0 {
+        return (0, start);
+    }
+    // Rotation order from `start`: the candidates at or after it, then those before.
+    let first = start % n;
+    let split = candidates.partition_point(|&i| i < first);
+    candidates.rotate_left(split);
+    let hungry = candidates;
     let mut sent = 0;
     let mut next = start;
-    while sent < max && !hungry.is_empty() {
+    // Where the first round's rotation would go next; a candidate elsewhere means skipped
+    // connections in between, whose turns would have checked for a refusal.
+    let mut expected = first;
+    let mut first_round = true;
+    while sent < max && (first_round || !hungry.is_empty()) {
         // One round in rotation order; those with nothing to send leave the rotation (kept
         // ones are compacted in place: removing one by one would move the rest every time).
         let mut kept = 0;
@@ -287,6 +316,10 @@ pub fn round_robin(
                 kept += 1;
                 continue;
             }
+            if first_round && i != expected && budget.refusal().is_some() {
+                return (sent, next);
+            }
+            expected = (i + 1) % n;
             if turn(i, budget) > 0 {
                 sent += 1;
                 next = (i + 1) % n;
@@ -298,6 +331,12 @@ pub fn round_robin(
             }
             // Otherwise nothing to send now (windows, pacing, no data): out of the rotation.
         }
+        // Skipped connections after the last candidate of the first round.
+        let tail_skipped = expected != first || hungry.is_empty();
+        if first_round && sent < max && tail_skipped && budget.refusal().is_some() {
+            return (sent, next);
+        }
+        first_round = false;
         hungry.truncate(kept);
     }
     (sent, next)
@@ -516,5 +555,79 @@ mod tests {
         });
         assert_eq!(sent as u64, 375_000 / PKT);
         assert_eq!(asked, sent + 1, "nobody is asked after the refusal");
+    }
+
+    /// One connection's part in a round: packets it has due, and whether its turns also ask
+    /// the budget about a second packet after sending (leaving a refusal behind a send).
+    #[derive(Clone, Copy)]
+    struct Conn {
+        due: usize,
+        greedy: bool,
+    }
+
+    /// Runs a round over `conns` (only among the due ones with `among`); returns what it sent and
+    /// where it stopped, who sent in which order, and the budget's refusal counters.
+    fn round(
+        conns: &[Conn],
+        start: usize,
+        max: usize,
+        among: bool,
+    ) -> ((usize, usize), Vec<usize>, HostBudgetStats) {
+        let mut b = HostBudget::new(
+            HostBudgetConfig {
+                pacing_gain: 0.0,
+                bdp_multiple: 1.0,
+                base_rtt_ns: 1_000,
+                ..HostBudgetConfig::default()
+            },
+            100_000,
+        );
+        b.begin(0, conns.len());
+        let mut left: Vec<usize> = conns.iter().map(|c| c.due).collect();
+        let mut order = Vec::new();
+        let turn = |i: usize, b: &mut HostBudget| {
+            if left[i] == 0 || !b.may_send(0, PKT) {
+                return 0;
+            }
+            b.on_send(0, PKT);
+            left[i] -= 1;
+            order.push(i);
+            if conns[i].greedy {
+                b.may_send(0, PKT);
+            }
+            1
+        };
+        let r = if among {
+            let mut due: Vec<usize> = (0..conns.len()).filter(|&i| conns[i].due > 0).collect();
+            round_robin_among(conns.len(), start, &mut due, max, &mut b, turn)
+        } else {
+            round_robin(conns.len(), start, max, &mut b, turn)
+        };
+        (r, order, b.stats())
+    }
+
+    #[test]
+    fn a_round_among_the_due_connections_is_the_round_over_all() {
+        let mut x = 12345u64;
+        let mut rand = |m: u64| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            ((x >> 33) % m) as usize
+        };
+        for _ in 0..5000 {
+            let n = rand(9);
+            let conns: Vec<Conn> = (0..n)
+                .map(|_| Conn {
+                    due: if rand(3) == 0 { 0 } else { rand(6) },
+                    greedy: rand(4) == 0,
+                })
+                .collect();
+            let start = rand(n as u64 + 2);
+            let max = if rand(3) == 0 { rand(8) } else { usize::MAX };
+            assert_eq!(
+                round(&conns, start, max, true),
+                round(&conns, start, max, false),
+                "n {n} start {start} max {max}"
+            );
+        }
     }
 }

@@ -53,6 +53,11 @@ pub trait HostMemory {
     fn dma_read(&mut self, addr: u64, buf: &mut [u8]) -> Result<(), DmaFault>;
     /// Writes `data` at `addr`.
     fn dma_write(&mut self, addr: u64, data: &[u8]) -> Result<(), DmaFault>;
+    /// The `len` bytes at `addr` in place, where the memory can lend them (simulated memory):
+    /// what [`HostMemory::dma_read`] would read, without copying it first. `None`: read them.
+    fn dma_view(&self, _addr: u64, _len: usize) -> Option<&[u8]> {
+        None
+    }
 }
 
 /// Default number of data packets per flow between coalesced ACKs.
@@ -110,6 +115,9 @@ pub struct FastPath {
     pub(crate) regions: Vec<RegionEntry>,
     pub(crate) conns: Vec<ConnectionEntry>,
     pub(crate) flows: Vec<FlowRxState>,
+    /// Per flow-table entry: how many times its cumulative FSN or SACK bitmap may have
+    /// changed (see [`FastPath::flow_rx_changes`]).
+    flow_changes: Vec<u64>,
     pub(crate) recv: Vec<RecvBuffer>,
     pub(crate) slots: Vec<MsgSlot>,
     counters: Vec<u64>,
@@ -127,6 +135,9 @@ pub struct FastPath {
     sweep_due: u64,
     tx_frames: VecDeque<PortFrame>,
     events: VecDeque<Event>,
+    /// Scratch for the payload of the frame being built (no state: its bytes are overwritten
+    /// before each use).
+    tx_payload: Vec<u8>,
 }
 
 impl FastPath {
@@ -146,6 +157,7 @@ impl FastPath {
             regions: vec![RegionEntry::default(); sizes.regions as usize],
             conns: vec![ConnectionEntry::default(); sizes.connections as usize],
             flows: vec![FlowRxState::default(); sizes.flows as usize],
+            flow_changes: vec![0; sizes.flows as usize],
             recv: vec![RecvBuffer::default(); (sizes.tags * sizes.recv_depth) as usize],
             slots: vec![MsgSlot::default(); (sizes.tags * sizes.msg_slots) as usize],
             counters: vec![0; Counter::COUNT],
@@ -155,12 +167,26 @@ impl FastPath {
             sweep_due: 0,
             tx_frames: VecDeque::new(),
             events: VecDeque::new(),
+            tx_payload: Vec::new(),
         }
     }
 
     /// The table sizes.
     pub fn sizes(&self) -> TableSizes {
         self.sizes
+    }
+
+    /// How many times the receive state (cumulative FSN, SACK bitmap) of flow-table entry
+    /// `index` may have changed: a packet accepted on it, or the host (re)initialising it.
+    /// `None` for an index beyond the table. Not a register: a simulation aid, so that a driver
+    /// polling the flow table can skip entries that did not change since it last read them.
+    pub fn flow_rx_changes(&self, index: usize) -> Option<u64> {
+        self.flow_changes.get(index).copied()
+    }
+
+    /// Notes that flow-table entry `index` may have changed (see [`Self::flow_rx_changes`]).
+    pub(crate) fn flow_changed(&mut self, index: usize) {
+        self.flow_changes[index] = self.flow_changes[index].wrapping_add(1);
     }
 
     /// Advances the NIC's timestamp counter (nanoseconds). Time never goes backwards. ACK
@@ -446,6 +472,7 @@ impl FastPath {
                     let init = crate::hsi::FlowInit::from_words(&words);
                     self.set_ack_due(index, None);
                     self.flows[index] = FlowRxState::new(init.cum_fsn);
+                    self.flow_changed(index);
                 }
                 TableId::RecvBuffer => self.recv[index] = RecvBuffer::from_words(&words),
                 TableId::TagReset => {

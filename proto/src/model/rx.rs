@@ -221,6 +221,7 @@ impl FastPath {
             }
         };
         // The packet is consumed: it counts as received on its flow.
+        self.flow_changed(flow_idx);
         let fl = &mut self.flows[flow_idx];
         fl.accept(distance);
         fl.unacked = fl.unacked.saturating_add(1);

@@ -139,13 +139,6 @@ impl FastPath {
                 imm: opcode.has_imm().then_some(desc.imm),
             })
         };
-        let mut payload = Vec::new();
-        // An empty payload reads nothing (so its address is never checked).
-        if opcode != Opcode::Cm && payload_len > 0 {
-            payload = vec![0u8; payload_len as usize];
-            mem.dma_read(desc.local_addr, &mut payload)
-                .map_err(|_| TxErrorReason::DmaError)?;
-        }
         let bth = BthRepr {
             opcode,
             solicited: desc.flags & FLAG_SOLICITED != 0,
@@ -153,9 +146,36 @@ impl FastPath {
             ack_req: desc.flags & FLAG_ACK_REQ != 0,
             psn: desc.fsn & crate::wire::FSN_MASK,
         };
+        // Memory that lends the payload in place is copied once, straight into the frame.
+        let view = (opcode != Opcode::Cm && payload_len > 0)
+            .then(|| mem.dma_view(desc.local_addr, payload_len as usize))
+            .flatten();
+        if let Some(payload) = view {
+            let frame = self.build(&conn, desc.entropy, bth, transport, payload);
+            self.count(Counter::TxPackets);
+            self.add(Counter::TxBytes, payload.len() as u64);
+            self.emit_frame(desc.port, frame);
+            return Ok(());
+        }
+        // Otherwise through a buffer kept from frame to frame: a fresh zeroed one per frame
+        // cost more than reading the payload into it.
+        let mut payload = std::mem::take(&mut self.tx_payload);
+        // An empty payload reads nothing (so its address is never checked).
+        if opcode != Opcode::Cm && payload_len > 0 {
+            // Resizing keeps the last frame's bytes (zeroing only growth); the read overwrites
+            // them all.
+            payload.resize(payload_len as usize, 0);
+            if mem.dma_read(desc.local_addr, &mut payload).is_err() {
+                self.tx_payload = payload;
+                return Err(TxErrorReason::DmaError);
+            }
+        } else {
+            payload.clear();
+        }
         let frame = self.build(&conn, desc.entropy, bth, transport, &payload);
         self.count(Counter::TxPackets);
         self.add(Counter::TxBytes, payload.len() as u64);
+        self.tx_payload = payload;
         self.emit_frame(desc.port, frame);
         Ok(())
     }

@@ -139,7 +139,13 @@ impl FrameRepr<'_> {
     /// jumbo frame (the transmit path bounds it by `hsi::MAX_PAYLOAD_LEN`).
     pub fn emit(&self) -> Vec<u8> {
         debug_assert!(self.l4_len() + super::ip::IPV6_HEADER_LEN <= u16::MAX as usize);
-        let mut out = vec![0u8; self.frame_len()];
+        let len = self.frame_len();
+        // Only the headers are zeroed before they are written: the payload and the ICRC are
+        // appended (a data frame is mostly payload, and zeroing it first cost as much as
+        // copying it).
+        let headers = len - self.payload.len() - ICRC_LEN;
+        let mut out = Vec::with_capacity(len);
+        out.resize(headers, 0);
         let mut ip = self.ip;
         ip.set_payload_len(self.l4_len());
         let mut eth = self.eth;
@@ -163,11 +169,10 @@ impl FrameRepr<'_> {
         bth.emit(&mut out[l5..]);
         let th = l5 + bth::HEADER_LEN;
         self.transport.emit(&mut out[th..]);
-        let pl = th + self.transport.header_len();
-        out[pl..pl + self.payload.len()].copy_from_slice(self.payload);
-        let end = out.len() - ICRC_LEN;
-        let crc = icrc::compute(&out[l3..end], matches!(ip, IpRepr::V6(_)));
-        out[end..].copy_from_slice(&crc);
+        debug_assert_eq!(th + self.transport.header_len(), headers);
+        out.extend_from_slice(self.payload);
+        let crc = icrc::compute(&out[l3..], matches!(ip, IpRepr::V6(_)));
+        out.extend_from_slice(&crc);
         out
     }
 }

@@ -191,6 +191,9 @@ pub struct RoceHost {
     /// The application.
     pub app: App,
     sqps: Vec<SendQp>,
+    /// Per NIC port: its QPs (indices into `sqps`, ascending), so that the scheduler of a
+    /// port looks only at them.
+    port_qps: Vec<Vec<usize>>,
     by_peer: HashMap<u32, usize>,
     rqps: HashMap<(u32, u32), RecvQp>,
     /// Per port: bytes waiting in the NIC's output queue.
@@ -237,12 +240,17 @@ impl RoceHost {
                 failed: false,
             });
         }
+        let mut port_qps = vec![Vec::new(); planes];
+        for (q, qp) in sqps.iter().enumerate() {
+            port_qps[qp.port].push(q);
+        }
         RoceHost {
             host,
             cfg: cfg.clone(),
             app: App::new(host, &wl),
             wl,
             sqps,
+            port_qps,
             by_peer,
             rqps: HashMap::new(),
             port_queued: vec![0; planes],
@@ -347,13 +355,17 @@ impl RoceHost {
         let room = 2 * (self.cfg.mtu as u64 + 100);
         let mut wake = (self.next_scan != Ps::MAX).then_some(self.next_scan);
         for port in 0..self.port_queued.len() {
+            let on_port = self.port_qps[port].len();
             while self.port_queued[port] < room {
                 let mut sent = false;
                 let mut wait = Ps::MAX;
-                for k in 0..n {
-                    let q = (self.rr + k) % n;
+                // The port's QPs in the rotation order over all QPs from `rr`: those at or
+                // after it, then those before.
+                let first = self.port_qps[port].partition_point(|&q| q < self.rr);
+                for k in 0..on_port {
+                    let q = self.port_qps[port][(first + k) % on_port];
                     let qp = &self.sqps[q];
-                    if qp.port != port || qp.failed || qp.nxt >= qp.end {
+                    if qp.failed || qp.nxt >= qp.end {
                         continue;
                     }
                     if qp.next_tx > now {

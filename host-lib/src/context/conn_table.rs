@@ -1,0 +1,322 @@
+//! The connection table of a [`Context`](super::Context): its slots, and what the driver loop
+//! asks about all of them at once (due timers, who may transmit, the host's bytes in flight,
+//! the earliest wake-up) kept up to date as connections change, so that a call to
+//! [`Context::progress`](super::Context::progress) costs in proportion to the connections
+//! that had something happen rather than to every connection of the host.
+//!
+//! Reading goes through [`Deref`] to the slots; every change goes through a method that
+//! marks the slot, so no change can escape the bookkeeping. A marked slot's summary is
+//! recomputed before the next question about the table, and the slot is visited by the next
+//! [`ConnTable::sweep`].
+
+use super::{CmState, ConnSlot, RxProgress};
+use std::collections::BTreeSet;
+use std::ops::Deref;
+
+/// What the table's questions need from one slot, as of its last change.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Summary {
+    /// The core's earliest timer.
+    timer: Option<u64>,
+    /// When the core may next transmit.
+    transmit_at: Option<u64>,
+    /// The core's bytes in flight.
+    inflight: u64,
+    /// The CM exchange is done and the connection is up.
+    established: bool,
+    /// When a CM wait (reply, RTU, disconnect reply) times out.
+    cm_next: Option<u64>,
+    /// The connection's flow-table entries: first, count.
+    flows: (u32, u32),
+}
+
+impl Summary {
+    fn of(slot: Option<&ConnSlot>) -> Summary {
+        let Some(s) = slot else {
+            return Summary::default();
+        };
+        let cm_next = match s.cm {
+            CmState::AwaitReply { next, .. }
+            | CmState::AwaitRtu { next, .. }
+            | CmState::AwaitDisconnect { next, .. } => Some(next),
+            _ => None,
+        };
+        Summary {
+            timer: s.core.poll_timer(),
+            transmit_at: s.core.transmit_at(),
+            inflight: s.core.inflight_bytes(),
+            established: s.cm == CmState::Established,
+            cm_next,
+            flows: (s.entry.flow_base as u32, s.entry.flow_count as u32),
+        }
+    }
+
+    /// Counts toward the host budget's active connections: bytes in flight or something to
+    /// send.
+    fn active(&self) -> bool {
+        self.inflight > 0 || self.transmit_at.is_some()
+    }
+}
+
+/// A list of slot indices, each at most once.
+#[derive(Debug, Default)]
+struct Marks {
+    list: Vec<u32>,
+    marked: Vec<bool>,
+}
+
+impl Marks {
+    fn new(n: usize) -> Self {
+        Marks {
+            list: Vec::new(),
+            marked: vec![false; n],
+        }
+    }
+
+    fn mark(&mut self, i: usize) {
+        if !self.marked[i] {
+            self.marked[i] = true;
+            self.list.push(i as u32);
+        }
+    }
+
+    /// Moves the marked indices into `out`, ascending, and clears the marks.
+    fn take_sorted(&mut self, out: &mut Vec<u32>) {
+        out.clear();
+        out.append(&mut self.list);
+        out.sort_unstable();
+        for &i in out.iter() {
+            self.marked[i as usize] = false;
+        }
+    }
+}
+
+/// The connection slots with their incremental summaries (see the module documentation).
+#[derive(Debug)]
+pub(super) struct ConnTable {
+    slots: Vec<Option<ConnSlot>>,
+    summaries: Vec<Summary>,
+    /// Slots changed since their summary was taken.
+    stale: Marks,
+    /// Slots changed since the last [`ConnTable::sweep`].
+    touched: Marks,
+    /// `(timer, slot)` of every slot with a timer.
+    timers: BTreeSet<(u64, u32)>,
+    /// `(transmit_at, slot)` of every slot that may transmit.
+    transmits: BTreeSet<(u64, u32)>,
+    /// `(cm_next, slot)` of every slot in a CM wait.
+    cm_waits: BTreeSet<(u64, u32)>,
+    /// Sum of the summaries' bytes in flight.
+    inflight: u64,
+    /// Slots whose summary is active.
+    active: usize,
+    /// Slots whose summary is established.
+    established: usize,
+    /// Scratch for the indices a refresh or a sweep visits.
+    scratch: Vec<u32>,
+}
+
+impl Deref for ConnTable {
+    type Target = [Option<ConnSlot>];
+
+    fn deref(&self) -> &Self::Target {
+        &self.slots
+    }
+}
+
+impl ConnTable {
+    /// `n` empty slots.
+    pub(super) fn new(n: usize) -> Self {
+        let mut slots = Vec::new();
+        slots.resize_with(n, || None);
+        ConnTable {
+            slots,
+            summaries: vec![Summary::default(); n],
+            stale: Marks::new(n),
+            touched: Marks::new(n),
+            timers: BTreeSet::new(),
+            transmits: BTreeSet::new(),
+            cm_waits: BTreeSet::new(),
+            inflight: 0,
+            active: 0,
+            established: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    fn mark(&mut self, i: usize) {
+        self.stale.mark(i);
+        self.touched.mark(i);
+    }
+
+    /// The connection in slot `i`, to change.
+    pub(super) fn get_mut(&mut self, i: usize) -> Option<&mut ConnSlot> {
+        if self.slots.get(i)?.is_none() {
+            return None;
+        }
+        self.mark(i);
+        self.slots[i].as_mut()
+    }
+
+    /// Every slot, to change (marks every occupied slot: for the rare passes over all
+    /// connections, such as the CM timers).
+    pub(super) fn iter_mut(&mut self) -> std::slice::IterMut<'_, Option<ConnSlot>> {
+        for i in 0..self.slots.len() {
+            if self.slots[i].is_some() {
+                self.mark(i);
+            }
+        }
+        self.slots.iter_mut()
+    }
+
+    /// Puts `slot` into slot `i` (a new connection).
+    pub(super) fn set(&mut self, i: usize, slot: ConnSlot) {
+        self.mark(i);
+        self.slots[i] = Some(slot);
+    }
+
+    /// Empties slot `i`, returning what it held.
+    pub(super) fn take(&mut self, i: usize) -> Option<ConnSlot> {
+        let s = self.slots.get_mut(i)?.take();
+        if s.is_some() {
+            self.mark(i);
+        }
+        s
+    }
+
+    /// The receive-progress bookkeeping of slot `i`, to change: the summaries do not depend
+    /// on it, so the slot stays unmarked.
+    pub(super) fn rx_progress_mut(&mut self, i: usize) -> Option<&mut RxProgress> {
+        self.slots.get_mut(i)?.as_mut().map(|s| &mut s.rx)
+    }
+
+    /// Records the rate hint programmed for slot `i`'s connection (the summaries do not
+    /// depend on it). Returns whether the slot is occupied.
+    pub(super) fn set_rate_hint(&mut self, i: usize, mbps: u32) -> bool {
+        match self.slots.get_mut(i) {
+            Some(Some(s)) => {
+                s.entry.rate_hint_mbps = mbps;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Brings the summaries of the changed slots and the totals up to date.
+    fn refresh(&mut self) {
+        let mut list = std::mem::take(&mut self.scratch);
+        self.stale.take_sorted(&mut list);
+        for &i in &list {
+            let new = Summary::of(self.slots[i as usize].as_ref());
+            let old = std::mem::replace(&mut self.summaries[i as usize], new);
+            if old != new {
+                self.account(i, &old, &new);
+            }
+        }
+        self.scratch = list;
+    }
+
+    /// Replaces `old`'s contribution of slot `i` to the totals by `new`'s.
+    fn account(&mut self, i: u32, old: &Summary, new: &Summary) {
+        self.inflight = self.inflight - old.inflight + new.inflight;
+        self.active = self.active - usize::from(old.active()) + usize::from(new.active());
+        self.established =
+            self.established - usize::from(old.established) + usize::from(new.established);
+        for (set, o, n) in [
+            (&mut self.timers, old.timer, new.timer),
+            (&mut self.transmits, old.transmit_at, new.transmit_at),
+            (&mut self.cm_waits, old.cm_next, new.cm_next),
+        ] {
+            if o != n {
+                if let Some(t) = o {
+                    set.remove(&(t, i));
+                }
+                if let Some(t) = n {
+                    set.insert((t, i));
+                }
+            }
+        }
+    }
+
+    /// The slots whose timer is due at `now`, ascending, into `out`.
+    pub(super) fn due_timers(&mut self, now: u64, out: &mut Vec<usize>) {
+        self.refresh();
+        due(&self.timers, now, out);
+    }
+
+    /// The slots that may transmit at `now` by their own pacing, ascending, into `out`.
+    pub(super) fn due_transmits(&mut self, now: u64, out: &mut Vec<usize>) {
+        self.refresh();
+        due(&self.transmits, now, out);
+    }
+
+    /// Bytes in flight over every connection, and how many connections have bytes in flight
+    /// or something to send.
+    pub(super) fn totals(&mut self) -> (u64, usize) {
+        self.refresh();
+        (self.inflight, self.active)
+    }
+
+    /// The earliest core timer of any connection.
+    pub(super) fn next_timer(&mut self) -> Option<u64> {
+        self.refresh();
+        self.timers.first().map(|&(t, _)| t)
+    }
+
+    /// The earliest time any connection may transmit by its own pacing.
+    pub(super) fn next_transmit(&mut self) -> Option<u64> {
+        self.refresh();
+        self.transmits.first().map(|&(t, _)| t)
+    }
+
+    /// The earliest CM wait to time out.
+    pub(super) fn next_cm_wait(&mut self) -> Option<u64> {
+        self.refresh();
+        self.cm_waits.first().map(|&(t, _)| t)
+    }
+
+    /// The established connections, ascending, with their flow-table entries (slot, first,
+    /// count), into `out`: a pass over the compact summaries rather than the slots.
+    pub(super) fn established_flows(&mut self, out: &mut Vec<(usize, u32, u32)>) {
+        self.refresh();
+        out.clear();
+        if self.established == 0 {
+            return;
+        }
+        let up = self
+            .summaries
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.established);
+        out.extend(up.map(|(i, s)| (i, s.flows.0, s.flows.1)));
+    }
+
+    /// Whether any connection is established.
+    pub(super) fn any_established(&mut self) -> bool {
+        self.refresh();
+        self.established > 0
+    }
+
+    /// Calls `f` on every occupied slot changed since the last sweep, in slot order (the order
+    /// a pass over all slots would visit them in). Slots no change reached have nothing new
+    /// to report (completions, failures), so they are left out. `f` may change the slots;
+    /// those changes are summarised but need no further sweep.
+    pub(super) fn sweep(&mut self, mut f: impl FnMut(usize, &mut ConnSlot)) {
+        let mut list = std::mem::take(&mut self.scratch);
+        self.touched.take_sorted(&mut list);
+        for &i in &list {
+            if let Some(s) = self.slots[i as usize].as_mut() {
+                self.stale.mark(i as usize);
+                f(i as usize, s);
+            }
+        }
+        self.scratch = list;
+    }
+}
+
+/// The slots of `set` due at `now`, ascending, into `out`.
+fn due(set: &BTreeSet<(u64, u32)>, now: u64, out: &mut Vec<usize>) {
+    out.clear();
+    out.extend(set.range(..=(now, u32::MAX)).map(|&(_, i)| i as usize));
+    out.sort_unstable();
+}
