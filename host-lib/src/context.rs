@@ -1069,10 +1069,8 @@ impl<N: Nic> Context<N> {
             tag_modes: tag_modes_bits(&opts.tags, 0),
         };
         let core = Connection::new(params, self.cfg.transport.clone(), self.now);
-        // A new CM wait: the next progress scans the CM timers.
-        self.cm_due = 0;
-        self.conns.set(
-            id as usize,
+        self.install(
+            id,
             ConnSlot {
                 core,
                 pd: opts.pd,
@@ -1203,10 +1201,8 @@ impl<N: Nic> Context<N> {
             ..msg
         };
         let core = Connection::new(params, self.cfg.transport.clone(), self.now);
-        // A new CM wait: the next progress scans the CM timers.
-        self.cm_due = 0;
-        self.conns.set(
-            id as usize,
+        self.install(
+            id,
             ConnSlot {
                 core,
                 pd: opts.pd,
@@ -1344,6 +1340,13 @@ impl<N: Nic> Context<N> {
         let e = s.cm_entropy;
         self.cm_due = 0;
         self.send_cm(c.0, e, msg)
+    }
+
+    /// Puts a new connection, waiting for a CM message, into slot `id`.
+    fn install(&mut self, id: u32, slot: ConnSlot) {
+        // A new CM wait: the next progress scans the CM timers.
+        self.cm_due = 0;
+        self.conns.set(id as usize, slot);
     }
 
     /// Next connection-management event.

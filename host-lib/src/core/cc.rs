@@ -12,7 +12,7 @@
 //! receiver's fair-share rate hint. A new hint also lets the windows jump to the hinted rate
 //! instead of probing toward it. The hint also caps the windows: at a shared receiver each
 //! path at twice its equal share of the hinted BDP; at an unshared one (hint at our line rate)
-//! the paths together at twice the BDP, so that paths on free links take over from paths on
+//! over one plane the paths together at twice the BDP, so that paths on free links take over from paths on
 //! congested ones. Random loss does not shrink the window (on an ECN fabric a
 //! drop is not a congestion signal; the connection's path health handles lossy paths); a
 //! timeout halves it.
@@ -83,8 +83,8 @@ pub struct EcnAimdConfig {
     /// Pacing rate = `pacing_gain · window / srtt`.
     pub pacing_gain: f64,
     /// After a rate hint, windows are capped at `hint_headroom ·` the hinted BDP (hinted
-    /// rate · base RTT): each path's equal share of it at a shared receiver, the paths'
-    /// sum at an unshared one.
+    /// rate · base RTT): each path at its equal share of it, except at an unshared receiver
+    /// over one plane, where it caps the paths' sum.
     pub hint_headroom: f64,
 }
 
@@ -237,25 +237,24 @@ impl EcnAimd {
 
     /// The hinted BDP share of one path at a shared receiver: `hint · base RTT / paths`. The
     /// base RTT, not the smoothed one: queueing must not raise the cap that is meant to drain
-    /// the queue. `None` without a hint or at an unshared receiver
-    /// ([`EcnAimd::cap_by_siblings`] caps the paths together there).
+    /// the queue. `None` without a hint or when the paths share one cap
+    /// ([`EcnAimd::cap_by_siblings`]).
     fn hint_window(&self, p: &PathCc) -> Option<f64> {
-        (self.hint > 0.0 && !self.hint_unshared())
+        (self.hint > 0.0 && !self.paths_share_cap())
             .then(|| self.hint.min(self.line) * p.min_rtt / self.paths.len() as f64)
     }
 
-    /// Whether the receiver hints at least our line rate: it is not shared, so its last hop
-    /// is not a bottleneck the paths split evenly.
-    ///
-    /// Only on one plane: over several, port pacing already splits the connection's rate evenly
-    /// over the ports, so a path on a free link cannot take over a sibling's share on another
-    /// port, and a window concentrated on one path would all be lost, and resent at one port's
-    /// rate, when its plane fails.
-    fn hint_unshared(&self) -> bool {
+    /// Whether the paths share one window cap ([`EcnAimd::cap_by_siblings`]): the receiver
+    /// hints at least our line rate (it is not shared, so its last hop is not a bottleneck the
+    /// paths split evenly), and the connection uses one plane. Over several, port pacing
+    /// already splits the connection's rate evenly over the ports, so a path on a free link
+    /// cannot take over a sibling's share on another port, and a window concentrated on one
+    /// path would all be lost, and resent at one port's rate, when its plane fails.
+    fn paths_share_cap(&self) -> bool {
         self.hint >= self.line && self.planes <= 1
     }
 
-    /// At an unshared receiver the paths' windows share one cap, `hint_headroom ·` the hinted
+    /// At an unshared receiver over one plane the paths' windows share one cap, `hint_headroom ·` the hinted
     /// BDP (base RTT of `path`), instead of each having an equal share of it: `path` grows
     /// only while the sum of the windows is below the cap (it is not cut by it: marks do
     /// that). Random ECMP hashing puts some paths on congested links; their windows shrink and
@@ -333,7 +332,7 @@ impl CongestionController for EcnAimd {
         }
         // Never more than the SACK window can cover.
         p.cwnd = p.cwnd.min(256.0 * pkt);
-        if self.hint_unshared() {
+        if self.paths_share_cap() {
             self.cap_by_siblings(path, before);
         }
         self.recompute_rate(path);
@@ -358,7 +357,7 @@ impl CongestionController for EcnAimd {
             let n = self.paths.len() as f64;
             let (min, headroom, pkt) = (self.min_cwnd(), self.cfg.hint_headroom, self.pkt);
             let hint = self.hint.min(self.line);
-            let unshared = self.hint_unshared();
+            let shared_cap = self.paths_share_cap();
             for p in &mut self.paths {
                 let target = (hint * p.min_rtt / n).max(min);
                 // Jump to the hinted rate instead of probing toward it, unless the path was
@@ -366,7 +365,7 @@ impl CongestionController for EcnAimd {
                 if now >= p.last_cut + p.srtt as u64 {
                     p.cwnd = p.cwnd.max(target * 1.25);
                 }
-                if !unshared {
+                if !shared_cap {
                     p.cwnd = p.cwnd.min(target * headroom);
                 }
                 p.cwnd = p.cwnd.max(min).min(256.0 * pkt);
