@@ -422,6 +422,8 @@ pub struct Outcome {
     pub max_queue: u64,
     /// Largest host NIC port queue (bytes).
     pub max_nic_queue: u64,
+    /// Wire bytes all host NIC ports sent (see [`Network::host_wire_bytes`]).
+    pub host_wire_bytes: u64,
     /// Switch tail drops and CE marks.
     pub drops_marks: (u64, u64),
     /// Resent packets (ferroce: SACK + timeout; baseline: go-back-N).
@@ -638,6 +640,7 @@ fn collect<H: Host>(
         wall_s: wall,
         max_queue: fab.net.max_switch_queue(),
         max_nic_queue: fab.net.max_nic_queue(),
+        host_wire_bytes: fab.net.host_wire_bytes(),
         drops_marks: fab.net.switch_drops_marks(),
         resent: 0,
         timeouts: 0,

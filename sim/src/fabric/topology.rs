@@ -259,6 +259,16 @@ impl Network {
             .unwrap_or(0)
     }
 
+    /// Wire bytes (frames, preambles and gaps) the host NIC ports sent: data, resends, ACKs
+    /// and every other control frame.
+    pub fn host_wire_bytes(&self) -> u64 {
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Host(_)))
+            .flat_map(|n| n.ports.iter().map(|p| p.stats.tx_bytes))
+            .sum()
+    }
+
     /// Sum of the switch ports' counters: (tail drops, CE marks).
     pub fn switch_drops_marks(&self) -> (u64, u64) {
         let mut d = (0, 0);
