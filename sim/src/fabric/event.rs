@@ -120,4 +120,39 @@ mod tests {
         assert_eq!(order, vec!['a', 'b', 'c', 'd']);
         assert_eq!(q.processed(), 4);
     }
+
+    /// Against a sorted reference over random interleavings of pushes (never before the
+    /// current time, many ties) and pops, as the engine uses it.
+    #[test]
+    fn same_order_as_sorting_by_time_then_insertion() {
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..50 {
+            let mut q = EventQueue::default();
+            let mut reference: Vec<(Ps, u64)> = Vec::new();
+            let (mut now, mut id) = (0, 0_u64);
+            for _ in 0..2_000 {
+                if next() % 3 == 0 {
+                    let want = reference.first().copied();
+                    assert_eq!(q.peek_time(), want.map(|w| w.0));
+                    assert_eq!(q.pop().map(|(_, e)| e), want);
+                    if !reference.is_empty() {
+                        now = reference.remove(0).0;
+                    }
+                } else {
+                    let at = now + [0, 1, 80, 1_000_000, 1 << 40][(next() % 5) as usize];
+                    id += 1;
+                    q.push(at, (at, id));
+                    let pos = reference.partition_point(|&(t, i)| (t, i) <= (at, id));
+                    reference.insert(pos, (at, id));
+                }
+                assert_eq!(q.len(), reference.len());
+            }
+        }
+    }
 }
