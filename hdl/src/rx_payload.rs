@@ -68,8 +68,15 @@ pub struct RxPayload {
     place: DFF<Bit>,
     decided: DFF<Bit>,
     skip_beats: DFF<Bits<13>>,
+    // `skip_beats` is zero (registered with it, as the `rem_*` flags are).
+    skip_done: DFF<Bit>,
     shift: DFF<Bits<3>>,
     remaining: DFF<Bits<16>>,
+    // Compares of `remaining`, registered with it so that no carry chain on `remaining` feeds
+    // another: at most 8 bytes left, fewer than 8, none.
+    rem_le8: DFF<Bit>,
+    rem_lt8: DFF<Bit>,
+    rem_zero: DFF<Bit>,
     carry: DFF<Bits<64>>,
     carry_bytes: DFF<Bits<4>>,
     in_last_seen: DFF<Bit>,
@@ -81,7 +88,6 @@ pub struct RxPayload {
     // Where a frame goes once its first payload beat (or its end) has been taken.
     after_headers: Signal<Local, Phase>,
     keep: Signal<Local, Bits<8>>,
-    out_bytes: Signal<Local, Bits<16>>,
 }
 
 impl Logic for RxPayload {
@@ -94,8 +100,12 @@ impl Logic for RxPayload {
             place,
             decided,
             skip_beats,
+            skip_done,
             shift,
             remaining,
+            rem_le8,
+            rem_lt8,
+            rem_zero,
             carry,
             carry_bytes,
             in_last_seen
@@ -108,18 +118,16 @@ impl Logic for RxPayload {
         self.m_tdata.next = 0.into();
         self.m_tkeep.next = 0.into();
         // The carry's top bytes followed by the new beat.
+        // `carry_bytes` is `8 - shift` for the whole frame, so the carry's payload starts at
+        // byte `shift`: a shift by a register, with no subtraction before it.
         self.combined.next = (self.carry.q.val()
-            >> (bits::<7>(64) - (bit_cast::<7, 4>(self.carry_bytes.q.val()) << 3_u64)))
+            >> (bit_cast::<7, 3>(self.shift.q.val()) << 3_u64))
             | (self.s_tdata.val() << (bit_cast::<7, 4>(self.carry_bytes.q.val()) << 3_u64));
-        self.out_bytes.next = 8.into();
-        if self.remaining.q.val() < 8_u64 {
-            self.out_bytes.next = self.remaining.q.val();
-        }
-        self.keep.next = 0.into();
-        for i in 0_usize..8 {
-            if self.out_bytes.val() > i.to_bits::<16>() {
-                self.keep.next = self.keep.val().replace_bit(i, true);
-            }
+        // Fewer than 8 bytes left: the low 3 bits are the count, and the lanes below it.
+        self.keep.next = 0xFF.into();
+        if self.rem_lt8.q.val() {
+            self.keep.next =
+                !(bits::<8>(0xFF) << bit_cast::<8, 16>(self.remaining.q.val() & 7_u64));
         }
 
         // The decision may arrive at any time after the command, before or after the headers
@@ -174,7 +182,7 @@ impl Logic for RxPayload {
                 } else {
                     self.s_tready.next = true;
                     if self.s_tvalid.val() {
-                        if self.skip_beats.q.val() == 0_u64 {
+                        if self.skip_done.q.val() {
                             self.carry.d.next = self.s_tdata.val();
                             self.carry_bytes.d.next =
                                 bits::<4>(8) - bit_cast::<4, 3>(self.shift.q.val());
@@ -184,6 +192,7 @@ impl Logic for RxPayload {
                             }
                         } else {
                             self.skip_beats.d.next = self.skip_beats.q.val() - 1_u64;
+                            self.skip_done.d.next = self.skip_beats.q.val() == 1_u64;
                         }
                         if self.s_tlast.val() {
                             self.in_last_seen.d.next = true;
@@ -194,9 +203,12 @@ impl Logic for RxPayload {
                                     self.phase.d.next = Phase::Tail;
                                 }
                             }
-                            if self.skip_beats.q.val() != 0_u64 {
+                            if !self.skip_done.q.val() {
                                 // Frame ended inside the headers: nothing to emit.
                                 self.remaining.d.next = 0.into();
+                                self.rem_le8.d.next = true;
+                                self.rem_lt8.d.next = true;
+                                self.rem_zero.d.next = true;
                             }
                         }
                     }
@@ -208,21 +220,34 @@ impl Logic for RxPayload {
             }
             Phase::Emit => {
                 // Enough bytes in the carry alone for the rest of the payload: finish from it.
-                if bit_cast::<16, 4>(self.carry_bytes.q.val()) >= self.remaining.q.val() {
+                if self.rem_le8.q.val()
+                    & (self.carry_bytes.q.val() >= bit_cast::<4, 16>(self.remaining.q.val()))
+                {
                     self.phase.d.next = Phase::Tail;
                 } else {
                     self.s_tready.next = self.m_tready.val();
                     self.m_tvalid.next = self.s_tvalid.val();
                     self.m_tdata.next = self.combined.val();
                     self.m_tkeep.next = self.keep.val();
-                    self.m_tlast.next = self.remaining.q.val() <= 8_u64;
+                    self.m_tlast.next = self.rem_le8.q.val();
                     if self.s_tvalid.val() & self.m_tready.val() {
                         self.carry.d.next = self.s_tdata.val();
-                        self.remaining.d.next = self.remaining.q.val() - self.out_bytes.val();
+                        // A full beat leaves; at most 8 left means none after this beat. The
+                        // flags of the new count come from compares beside the subtraction.
+                        self.remaining.d.next = self.remaining.q.val() - 8_u64;
+                        self.rem_le8.d.next = self.remaining.q.val() <= 16_u64;
+                        self.rem_lt8.d.next = self.remaining.q.val() < 16_u64;
+                        self.rem_zero.d.next = false;
+                        if self.rem_le8.q.val() {
+                            self.remaining.d.next = 0.into();
+                            self.rem_le8.d.next = true;
+                            self.rem_lt8.d.next = true;
+                            self.rem_zero.d.next = true;
+                        }
                         if self.s_tlast.val() {
                             self.in_last_seen.d.next = true;
                         }
-                        if self.remaining.q.val() <= 8_u64 {
+                        if self.rem_le8.q.val() {
                             self.phase.d.next = Phase::Drain;
                             if self.s_tlast.val() {
                                 self.phase.d.next = Phase::Idle;
@@ -235,19 +260,22 @@ impl Logic for RxPayload {
             }
             Phase::Tail => {
                 // The rest of the payload sits in the carry (the frame may already be over).
-                if self.remaining.q.val() == 0_u64 {
+                if self.rem_zero.q.val() {
                     self.phase.d.next = Phase::Drain;
                     if self.in_last_seen.q.val() {
                         self.phase.d.next = Phase::Idle;
                     }
                 } else {
                     self.m_tvalid.next = true;
-                    self.m_tdata.next = self.carry.q.val()
-                        >> (bits::<7>(64) - (bit_cast::<7, 4>(self.carry_bytes.q.val()) << 3_u64));
+                    self.m_tdata.next =
+                        self.carry.q.val() >> (bit_cast::<7, 3>(self.shift.q.val()) << 3_u64);
                     self.m_tkeep.next = self.keep.val();
                     self.m_tlast.next = true;
                     if self.m_tready.val() {
                         self.remaining.d.next = 0.into();
+                        self.rem_le8.d.next = true;
+                        self.rem_lt8.d.next = true;
+                        self.rem_zero.d.next = true;
                         self.phase.d.next = Phase::Drain;
                         if self.in_last_seen.q.val() {
                             self.phase.d.next = Phase::Idle;
@@ -273,8 +301,12 @@ impl Logic for RxPayload {
             if self.cmd_valid.val() {
                 self.decided.d.next = false;
                 self.skip_beats.d.next = bit_cast::<13, 16>(self.cmd_skip.val() >> 3_u64);
+                self.skip_done.d.next = self.cmd_skip.val() < 8_u64;
                 self.shift.d.next = bit_cast::<3, 16>(self.cmd_skip.val());
                 self.remaining.d.next = self.cmd_len.val();
+                self.rem_le8.d.next = self.cmd_len.val() <= 8_u64;
+                self.rem_lt8.d.next = self.cmd_len.val() < 8_u64;
+                self.rem_zero.d.next = self.cmd_len.val() == 0_u64;
                 self.in_last_seen.d.next = false;
                 self.phase.d.next = Phase::Skip;
             }

@@ -53,6 +53,11 @@ fn payloads_come_out_realigned_and_discards_leave_nothing() {
         for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
             assert_eq!(g, e, "round {round}, payload {i}");
         }
+        assert_eq!(
+            rtl.misshapen_beats(),
+            0,
+            "round {round}: beats of the wrong shape"
+        );
     }
     println!("{} cycles", rtl.cycles());
 }

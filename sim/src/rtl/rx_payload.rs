@@ -21,6 +21,7 @@ pub struct RtlPayload {
     rtl: Rtl,
     ports: [Port; 17],
     cycles: u64,
+    misshapen_beats: u64,
 }
 
 const NAMES: [(&str, bool); 17] = [
@@ -55,6 +56,7 @@ impl RtlPayload {
             rtl,
             ports,
             cycles: 0,
+            misshapen_beats: 0,
         };
         me.set("reset", 1);
         me.edge();
@@ -87,6 +89,12 @@ impl RtlPayload {
     /// Cycles simulated so far.
     pub fn cycles(&self) -> u64 {
         self.cycles
+    }
+
+    /// Output beats so far that broke the DMA stream's shape: a `tkeep` that is not a
+    /// non-empty run from lane 0, or a partial beat without `tlast`.
+    pub fn misshapen_beats(&self) -> u64 {
+        self.misshapen_beats
     }
 
     /// Runs the jobs in order; returns the payload streamed for each placed job (each output
@@ -148,7 +156,12 @@ impl RtlPayload {
                 let keep = self.get("m_tkeep") as u8;
                 current.extend((0..8).filter(|i| keep >> i & 1 == 1).map(|i| data[i]));
                 let last_port = self.rtl.port("m_tlast", false).expect("m_tlast");
-                if self.rtl.get_u64(last_port) == 1 {
+                let last = self.rtl.get_u64(last_port) == 1;
+                let prefix = keep != 0 && keep & keep.wrapping_add(1) == 0;
+                if !prefix || (keep != 0xFF && !last) {
+                    self.misshapen_beats += 1;
+                }
+                if last {
                     outputs.push(std::mem::take(&mut current));
                 }
             }
