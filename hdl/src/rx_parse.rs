@@ -265,8 +265,9 @@ pub struct RxParser {
     v_data: Signal<Local, Bits<64>>,
     v_go: Signal<Local, Bit>,
     f_lanes: Signal<Local, Bits<8>>,
-    lane_pos: Signal<Local, Bits<17>>,
-    lane_room: Signal<Local, Bits<17>>,
+    lane_pos: Signal<Local, Bits<18>>,
+    // `vend - lane_pos`, signed (the top bit set when the beat starts past the end).
+    lane_room: Signal<Local, Bits<18>>,
     lane_n: Signal<Local, Bits<3>>,
     lane_sh: Signal<Local, Bits<6>>,
     crc_good: Signal<Local, Bits<32>>,
@@ -597,12 +598,18 @@ impl Logic for RxParser {
         self.s_tready.next = true;
 
         // ---- Beat bookkeeping and header capture (byte-swapped: big-endian bit ranges).
-        self.keep_count.next = 0.into();
-        for i in 0_usize..8 {
-            if self.s_tkeep.val().get_bit(i) {
-                self.keep_count.next = self.keep_count.val() + 1_u64;
-            }
-        }
+        // The bytes of the beat: a tree of 4-bit sums, not eight 16-bit additions in a row
+        // (that chain, into the frame length, was the parser's critical path).
+        self.keep_count.next = bit_cast::<16, 4>(
+            ((bit_cast::<4, 1>(self.s_tkeep.val().get_bits::<1>(0))
+                + bit_cast::<4, 1>(self.s_tkeep.val().get_bits::<1>(1)))
+                + (bit_cast::<4, 1>(self.s_tkeep.val().get_bits::<1>(2))
+                    + bit_cast::<4, 1>(self.s_tkeep.val().get_bits::<1>(3))))
+                + ((bit_cast::<4, 1>(self.s_tkeep.val().get_bits::<1>(4))
+                    + bit_cast::<4, 1>(self.s_tkeep.val().get_bits::<1>(5)))
+                    + (bit_cast::<4, 1>(self.s_tkeep.val().get_bits::<1>(6))
+                        + bit_cast::<4, 1>(self.s_tkeep.val().get_bits::<1>(7)))),
+        );
         self.swapped.next = 0.into();
         for i in 0_usize..8 {
             self.swapped.next = self.swapped.val()
@@ -708,15 +715,25 @@ impl Logic for RxParser {
         // CRC.
         // The lanes in range are the first `n_end - 8·vj` (clamped to 0..=8): one subtraction
         // and a prefix mask, not a compare per lane.
-        self.lane_pos.next = bit_cast::<17, 13>(self.vj.q.val()) << 3_u64;
-        self.lane_room.next = self.n_end.val() - self.lane_pos.val();
+        // The end is taken from the register, never from the beat arriving: at beat 2, where
+        // the IP length is only now being read, the beat formed is the range's bytes 8..16,
+        // and an IP length that ends the range inside it is under 8 bytes, a bad IP header
+        // whose verdict does not depend on the ICRC. So that beat is taken whole, and no adder
+        // on this beat's data feeds the lanes.
+        self.lane_pos.next = bit_cast::<18, 13>(self.vj.q.val()) << 3_u64;
+        self.lane_room.next = bit_cast::<18, 17>(self.vend.q.val()) - self.lane_pos.val();
+        if self.beat.q.val() == 2_u64 {
+            self.lane_room.next = 8.into();
+        }
         self.lane_n.next = self.lane_room.val().get_bits::<3>(0);
         self.lane_sh.next = bit_cast::<6, 3>(self.lane_n.val()) << 3_u64;
         self.f_lanes.next = 0xFF.into();
-        if self.n_end.val() <= self.lane_pos.val() {
+        // At or past the end (the difference is zero or negative): no lane. Zero needs no
+        // test of its own: the prefix of no lanes below is empty too.
+        if self.lane_room.val().get_bit(17) {
             self.f_lanes.next = 0.into();
             self.v_data.next = 0.into();
-        } else if self.lane_room.val() < 8_u64 {
+        } else if self.lane_room.val().get_bits::<15>(3) == 0_u64 {
             self.f_lanes.next = (bits::<8>(1) << self.lane_n.val()) - 1_u64;
             self.v_data.next = self.v_data.val() & ((bits::<64>(1) << self.lane_sh.val()) - 1_u64);
         }
