@@ -257,6 +257,9 @@ pub struct RxParser {
     op_known: Signal<Local, Bit>,
     op_data: Signal<Local, Bit>,
     sum: Signal<Local, Bits<20>>,
+    // The IPv4 header sum read at the untagged and at the tagged offsets (see stage A).
+    sum_untagged: Signal<Local, Bits<20>>,
+    sum_tagged: Signal<Local, Bits<20>>,
     folded: Signal<Local, Bits<20>>,
     err: Signal<Local, Bits<4>>,
     n_vlan: Signal<Local, Bit>,
@@ -479,6 +482,8 @@ impl Default for RxParser {
             op_known: Default::default(),
             op_data: Default::default(),
             sum: Default::default(),
+            sum_untagged: Default::default(),
+            sum_tagged: Default::default(),
             folded: Default::default(),
             err: Default::default(),
             n_vlan: Default::default(),
@@ -835,20 +840,41 @@ impl Logic for RxParser {
                     bit_cast::<17, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 18 - 16)) + 40_u64;
                 self.ip_hlen.next = 40.into();
             }
-            // The IPv4 header sum as a tree of adds (depth 4), not a chain of ten.
-            self.sum.next =
-                ((bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 16))
-                    + bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 32)))
-                    + (bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 48))
-                        + bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 64))))
-                    + ((bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 80))
-                        + bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 96)))
-                        + (bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 112))
-                            + bit_cast::<20, 16>(
-                                self.f3.val().get_bits::<16>(1024 - 8 * 14 - 128),
-                            )))
-                    + (bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 144))
-                        + bit_cast::<20, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 14 - 160)));
+            // The IPv4 header sum as a tree of adds (depth 4), not a chain of ten; one tree per
+            // framing, read straight from the snapshot, so that the tag's 4-byte shift selects
+            // a 20-bit result rather than standing in front of the adders.
+            self.sum_untagged.next =
+                (((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16))
+                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 32)))
+                    + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 48))
+                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 64))))
+                    + ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 80))
+                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 96)))
+                        + (bit_cast::<20, 16>(
+                            self.flat.val().get_bits::<16>(1024 - 8 * 14 - 112),
+                        ) + bit_cast::<20, 16>(
+                            self.flat.val().get_bits::<16>(1024 - 8 * 14 - 128),
+                        ))))
+                    + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 144))
+                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 160)));
+            self.sum_tagged.next =
+                (((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 16))
+                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 32)))
+                    + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 48))
+                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 64))))
+                    + ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 80))
+                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 96)))
+                        + (bit_cast::<20, 16>(
+                            self.flat.val().get_bits::<16>(1024 - 8 * 18 - 112),
+                        ) + bit_cast::<20, 16>(
+                            self.flat.val().get_bits::<16>(1024 - 8 * 18 - 128),
+                        ))))
+                    + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 144))
+                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 160)));
+            self.sum.next = self.sum_untagged.val();
+            if self.vlan.val() {
+                self.sum.next = self.sum_tagged.val();
+            }
 
             self.opcode.next = self.f4.val().get_bits::<8>(1024 - 8 * 42 - 8);
             self.cm_kind.next = self.f4.val().get_bits::<8>(1024 - 8 * 54 - 8);
@@ -953,6 +979,8 @@ impl Logic for RxParser {
             self.ip_total.next = 0.into();
             self.ip_hlen.next = 0.into();
             self.sum.next = 0.into();
+            self.sum_untagged.next = 0.into();
+            self.sum_tagged.next = 0.into();
             self.opcode.next = 0.into();
             self.cm_kind.next = 0.into();
             self.nak_reason.next = 0.into();
