@@ -173,6 +173,13 @@ pub struct TxFrameBuilder {
     g_plen: DFF<Bits<16>>,
     k: DFF<Bits<13>>,
     consumed: DFF<Bits<13>>,
+    // Compares of the beat counters, registered beside them (set from the values being loaded,
+    // or from compares of the old ones one step ahead), so that no carry chain on a counter
+    // stands in front of the push and next-frame decisions: `k >= hbeat`,
+    // `consumed < pay_beats`, `k + 1 == nbeats`.
+    k_ge_hbeat: DFF<Bit>,
+    pay_left: DFF<Bit>,
+    at_last: DFF<Bit>,
     carry: DFF<Bits<64>>,
     prev: DFF<Bits<64>>,
     vj: DFF<Bits<13>>,
@@ -397,6 +404,9 @@ impl Default for TxFrameBuilder {
             g_plen: Default::default(),
             k: Default::default(),
             consumed: Default::default(),
+            k_ge_hbeat: Default::default(),
+            pay_left: Default::default(),
+            at_last: Default::default(),
             carry: Default::default(),
             prev: Default::default(),
             vj: Default::default(),
@@ -570,6 +580,9 @@ impl Logic for TxFrameBuilder {
             g_plen,
             k,
             consumed,
+            k_ge_hbeat,
+            pay_left,
+            at_last,
             carry,
             prev,
             vj,
@@ -756,9 +769,7 @@ impl Logic for TxFrameBuilder {
                     << (8 * i).to_bits::<6>());
         }
         self.running.next = self.g_valid.q.val();
-        self.need_pay.next = self.running.val()
-            & (self.k.q.val() >= self.hbeat.q.val())
-            & (self.consumed.q.val() < self.pay_beats.q.val());
+        self.need_pay.next = self.running.val() & self.k_ge_hbeat.q.val() & self.pay_left.q.val();
         self.pay_beat.next = 0.into();
         if self.need_pay.val() {
             self.pay_beat.next = self.s_pay_tdata.val();
@@ -818,7 +829,7 @@ impl Logic for TxFrameBuilder {
         self.mv12.next = self.d1_valid.q.val() & self.free2.val();
         self.free1.next = !self.d1_valid.q.val() | self.mv12.val();
         self.push.next = self.running.val() & self.free1.val() & self.pay_ok.val();
-        self.last_push.next = self.push.val() & (self.k.q.val() + 1_u64 == self.nbeats.q.val());
+        self.last_push.next = self.push.val() & self.at_last.q.val();
         self.s_pay_tready.next = self.need_pay.val() & self.free1.val();
         self.last3.next = self.d3_k.q.val() + 1_u64 == self.o_nbeats.val();
 
@@ -994,12 +1005,15 @@ impl Logic for TxFrameBuilder {
             if self.need_pay.val() {
                 self.carry.d.next = self.s_pay_tdata.val();
                 self.consumed.d.next = self.consumed.q.val() + 1_u64;
+                self.pay_left.d.next = self.consumed.q.val() + 1_u64 < self.pay_beats.q.val();
             }
             self.prev.d.next = self.beat_out.val();
             if self.v_go.val() {
                 self.vj.d.next = self.vj.q.val() + 1_u64;
             }
             self.k.d.next = self.k.q.val() + 1_u64;
+            self.k_ge_hbeat.d.next = self.k.q.val() + 1_u64 >= self.hbeat.q.val();
+            self.at_last.d.next = self.k.q.val() + 2_u64 == self.nbeats.q.val();
         }
         if self.last_push.val() {
             self.g_valid.d.next = false;
@@ -1029,6 +1043,9 @@ impl Logic for TxFrameBuilder {
             self.g_plen.d.next = self.nx_plen.q.val();
             self.k.d.next = 0.into();
             self.consumed.d.next = 0.into();
+            self.k_ge_hbeat.d.next = self.nx_hbeat.q.val() == 0_u64;
+            self.pay_left.d.next = self.nx_pay_beats.q.val() != 0_u64;
+            self.at_last.d.next = self.nx_nbeats.q.val() == 1_u64;
             self.carry.d.next = 0.into();
             self.prev.d.next = 0.into();
             self.vj.d.next = 1.into();
