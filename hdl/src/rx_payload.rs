@@ -73,10 +73,9 @@ pub struct RxPayload {
     shift: DFF<Bits<3>>,
     remaining: DFF<Bits<16>>,
     // Compares of `remaining`, registered with it so that no carry chain on `remaining` feeds
-    // another: at most 8 bytes left, fewer than 8, none.
+    // another: at most 8 bytes left, fewer than 8 (then its low 3 bits are the count).
     rem_le8: DFF<Bit>,
     rem_lt8: DFF<Bit>,
-    rem_zero: DFF<Bit>,
     carry: DFF<Bits<64>>,
     carry_bytes: DFF<Bits<4>>,
     in_last_seen: DFF<Bit>,
@@ -105,7 +104,6 @@ impl Logic for RxPayload {
             remaining,
             rem_le8,
             rem_lt8,
-            rem_zero,
             carry,
             carry_bytes,
             in_last_seen
@@ -208,7 +206,6 @@ impl Logic for RxPayload {
                                 self.remaining.d.next = 0.into();
                                 self.rem_le8.d.next = true;
                                 self.rem_lt8.d.next = true;
-                                self.rem_zero.d.next = true;
                             }
                         }
                     }
@@ -237,12 +234,10 @@ impl Logic for RxPayload {
                         self.remaining.d.next = self.remaining.q.val() - 8_u64;
                         self.rem_le8.d.next = self.remaining.q.val() <= 16_u64;
                         self.rem_lt8.d.next = self.remaining.q.val() < 16_u64;
-                        self.rem_zero.d.next = false;
                         if self.rem_le8.q.val() {
                             self.remaining.d.next = 0.into();
                             self.rem_le8.d.next = true;
                             self.rem_lt8.d.next = true;
-                            self.rem_zero.d.next = true;
                         }
                         if self.s_tlast.val() {
                             self.in_last_seen.d.next = true;
@@ -260,7 +255,7 @@ impl Logic for RxPayload {
             }
             Phase::Tail => {
                 // The rest of the payload sits in the carry (the frame may already be over).
-                if self.rem_zero.q.val() {
+                if self.rem_lt8.q.val() & (self.remaining.q.val().get_bits::<3>(0) == 0_u64) {
                     self.phase.d.next = Phase::Drain;
                     if self.in_last_seen.q.val() {
                         self.phase.d.next = Phase::Idle;
@@ -275,7 +270,6 @@ impl Logic for RxPayload {
                         self.remaining.d.next = 0.into();
                         self.rem_le8.d.next = true;
                         self.rem_lt8.d.next = true;
-                        self.rem_zero.d.next = true;
                         self.phase.d.next = Phase::Drain;
                         if self.in_last_seen.q.val() {
                             self.phase.d.next = Phase::Idle;
@@ -306,7 +300,6 @@ impl Logic for RxPayload {
                 self.remaining.d.next = self.cmd_len.val();
                 self.rem_le8.d.next = self.cmd_len.val() <= 8_u64;
                 self.rem_lt8.d.next = self.cmd_len.val() < 8_u64;
-                self.rem_zero.d.next = self.cmd_len.val() == 0_u64;
                 self.in_last_seen.d.next = false;
                 self.phase.d.next = Phase::Skip;
             }

@@ -12,8 +12,8 @@
 //! receiver's fair-share rate hint. A new hint also lets the windows jump to the hinted rate
 //! instead of probing toward it. The hint also caps the windows: at a shared receiver each
 //! path at twice its equal share of the hinted BDP; at an unshared one (hint at our line rate)
-//! over one plane the paths together at twice the BDP, so that paths on free links take over from paths on
-//! congested ones. Random loss does not shrink the window (on an ECN fabric a
+//! over one plane the paths together at twice the BDP, so that paths on free links take over
+//! from paths on congested ones. Random loss does not shrink the window (on an ECN fabric a
 //! drop is not a congestion signal; the connection's path health handles lossy paths); a
 //! timeout halves it.
 
@@ -254,8 +254,9 @@ impl EcnAimd {
         self.hint >= self.line && self.planes <= 1
     }
 
-    /// At an unshared receiver over one plane the paths' windows share one cap, `hint_headroom ·` the hinted
-    /// BDP (base RTT of `path`), instead of each having an equal share of it: `path` grows
+    /// At an unshared receiver over one plane the paths' windows share one cap,
+    /// `hint_headroom ·` the hinted BDP (base RTT of `path`), instead of each having an equal
+    /// share of it: `path` grows
     /// only while the sum of the windows is below the cap (it is not cut by it: marks do
     /// that). Random ECMP hashing puts some paths on congested links; their windows shrink and
     /// the paths on free links take over their share, up to all of it, instead of stopping at
@@ -457,23 +458,27 @@ mod tests {
         assert!(c.window(0) > before, "windows jump to the hinted BDP");
     }
 
+    /// 400 RTTs of 10 µs with the rate hint `hint` (Mb/s) over `planes` NIC ports: path 0's
+    /// ACKs report every packet CE-marked, the other paths' none.
+    fn path_0_marked(hint: u32, planes: u8) -> EcnAimd {
+        let mut c = cc();
+        c.set_planes(planes);
+        c.on_rate_hint(0, hint);
+        for k in 0..400u64 {
+            let now = k * 10_000;
+            c.on_ack(now, 0, &ack(4400, 4, 10_000));
+            for p in 1..4 {
+                c.on_ack(now, p, &ack(11_000, 0, 10_000));
+            }
+        }
+        c
+    }
+
     #[test]
     fn at_an_unshared_receiver_free_paths_take_over_from_marked_ones_within_one_cap() {
         // Base RTT 10 µs: the hinted BDP at 100 Gb/s is 125 kB, twice that the cap.
-        let run = |hint: u32| {
-            let mut c = cc();
-            c.on_rate_hint(0, hint);
-            for k in 0..400u64 {
-                let now = k * 10_000;
-                c.on_ack(now, 0, &ack(4400, 4, 10_000));
-                for p in 1..4 {
-                    c.on_ack(now, p, &ack(11_000, 0, 10_000));
-                }
-            }
-            c
-        };
         let bdp = mbps_to_bytes_per_ns(100_000) * 10_000.0;
-        let c = run(100_000);
+        let c = path_0_marked(100_000, 1);
         let sum: u64 = (0..4).map(|p| c.window(p)).sum();
         assert!(sum as f64 <= 2.0 * bdp + 1.0, "sum {sum}");
         assert!(
@@ -483,7 +488,7 @@ mod tests {
         );
         assert!(c.window(0) < c.window(1), "the marked path shrank");
         // At a shared receiver each path keeps to twice its equal share of the hinted BDP.
-        let c = run(50_000);
+        let c = path_0_marked(50_000, 1);
         for p in 0..4 {
             assert!(c.window(p) as f64 <= 2.0 * bdp / 2.0 / 4.0 + 1.0);
         }
@@ -492,28 +497,15 @@ mod tests {
     #[test]
     fn over_several_planes_each_path_keeps_to_its_own_cap() {
         let bdp = mbps_to_bytes_per_ns(100_000) * 10_000.0;
-        // Path 0 is marked, the others free: on one plane the free ones take over its share;
-        // over four planes each keeps to twice its equal share.
-        let run = |planes: u8| {
-            let mut c = cc();
-            c.set_planes(planes);
-            c.on_rate_hint(0, 100_000);
-            for k in 0..400u64 {
-                let now = k * 10_000;
-                c.on_ack(now, 0, &ack(4400, 4, 10_000));
-                for p in 1..4 {
-                    c.on_ack(now, p, &ack(11_000, 0, 10_000));
-                }
-            }
-            c
-        };
-        let c = run(1);
+        // On one plane the free paths take over the marked path's share; over four planes
+        // each keeps to twice its equal share.
+        let c = path_0_marked(100_000, 1);
         assert!(
             c.window(1) as f64 > 2.0 * bdp / 4.0 + 1.0,
             "{}",
             c.window(1)
         );
-        let c = run(4);
+        let c = path_0_marked(100_000, 4);
         for p in 0..4 {
             assert!(
                 c.window(p) as f64 <= 2.0 * bdp / 4.0 + 1.0,

@@ -1873,13 +1873,7 @@ impl Connection {
         if k <= 0.0 || self.flows.len() < 2 {
             return;
         }
-        let srtt = self
-            .flows
-            .iter()
-            .filter(|f| f.has_rtt)
-            .map(|f| f.srtt)
-            .max()
-            .unwrap_or(self.cfg.initial_rtt_ns);
+        let srtt = self.slowest_srtt();
         let Some(cutoff) = self.flows[acked]
             .hi_sent_at()
             .checked_sub((k * srtt as f64) as u64)

@@ -142,7 +142,7 @@ pub fn run(
             f(r.duration_us() / ideal_us, 2),
             r.drops_marks.0.to_string(),
             f(r.max_nic_queue as f64 / 1e3, 0),
-            f(r.host_wire_bytes as f64 / r.bytes.max(1) as f64, 4),
+            f(wire, 4),
             r.resent.to_string(),
             r.timeouts.to_string(),
             r.app.app_errors.to_string(),

@@ -19,7 +19,7 @@ use ferroce::{
     WriteRequest,
 };
 use ferroce_driver::{Nic, PortFrame, SimPort};
-use ferroce_proto::hsi::{Counter, TableSizes, regs};
+use ferroce_proto::hsi::{Counter, TableSizes};
 use ferroce_proto::wire::EthernetAddress;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -445,9 +445,7 @@ impl FerroceHost {
 
     /// Whether the NIC completed a received message since the last look.
     fn take_new_completions(&mut self) -> bool {
-        let nic = self.ctx.nic_mut();
-        let off = regs::counter_offset(Counter::RxCompletions);
-        let n = nic.read_reg(off) as u64 | (nic.read_reg(off + 4) as u64) << 32;
+        let n = self.ctx.device().counter(Counter::RxCompletions);
         let new = n != self.completions_seen;
         self.completions_seen = n;
         new
@@ -494,8 +492,7 @@ impl Endpoint for FerroceHost {
             }
             if !pkt.control {
                 // New payload the NIC placed (not a duplicate, not refused): goodput.
-                let off = regs::counter_offset(Counter::RxPlacedBytes);
-                let placed = nic.read_reg(off) as u64 | (nic.read_reg(off + 4) as u64) << 32;
+                let placed = self.ctx.device().counter(Counter::RxPlacedBytes);
                 self.app.placed(now, placed.wrapping_sub(self.placed_seen));
                 self.placed_seen = placed;
             }

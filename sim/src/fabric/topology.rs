@@ -251,10 +251,8 @@ impl Network {
     /// Largest queue any host NIC port has held (bytes): data the host let out faster than
     /// its link drains it.
     pub fn max_nic_queue(&self) -> u64 {
-        self.nodes
-            .iter()
-            .filter(|n| matches!(n.kind, NodeKind::Host(_)))
-            .flat_map(|n| n.ports.iter().map(|p| p.stats.max_bytes))
+        self.host_ports()
+            .map(|p| p.stats.max_bytes)
             .max()
             .unwrap_or(0)
     }
@@ -262,11 +260,15 @@ impl Network {
     /// Wire bytes (frames, preambles and gaps) the host NIC ports sent: data, resends, ACKs
     /// and every other control frame.
     pub fn host_wire_bytes(&self) -> u64 {
+        self.host_ports().map(|p| p.stats.tx_bytes).sum()
+    }
+
+    /// Every host's NIC ports.
+    fn host_ports(&self) -> impl Iterator<Item = &Port> {
         self.nodes
             .iter()
             .filter(|n| matches!(n.kind, NodeKind::Host(_)))
-            .flat_map(|n| n.ports.iter().map(|p| p.stats.tx_bytes))
-            .sum()
+            .flat_map(|n| n.ports.iter())
     }
 
     /// Sum of the switch ports' counters: (tail drops, CE marks).
