@@ -97,6 +97,9 @@ pub trait SimPort {
     fn receive_frame(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError>;
     /// Takes the next frame the NIC sends, with the port it leaves on (the stream's `tdest`).
     fn transmit_frame(&mut self) -> Option<PortFrame>;
+    /// Sets the link state a port's PHY reports (shown in `PORT_LINK`): the fabric takes a
+    /// link down or brings it back. A port the NIC does not have is refused.
+    fn set_link(&mut self, port: u8, up: bool) -> Result<(), NicError>;
 }
 
 /// Checks a port number against a NIC's port count.

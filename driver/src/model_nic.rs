@@ -66,6 +66,12 @@ impl SimPort for ModelNic {
         Ok(())
     }
 
+    fn set_link(&mut self, port: u8, up: bool) -> Result<(), NicError> {
+        check_port(port, self.fast_path.sizes().ports)?;
+        self.fast_path.set_link(port, up);
+        Ok(())
+    }
+
     fn transmit_frame(&mut self) -> Option<PortFrame> {
         self.fast_path.service_rings(&mut self.memory);
         self.fast_path.pop_port_frame()

@@ -50,6 +50,8 @@ pub struct NicCore {
     pub reset: Signal<In, Bit>,
     /// Free-running nanosecond time (the board drives it from a counter).
     pub now_ns: Signal<In, Bits<64>>,
+    /// Link state of the MAC ports from their PHYs, one bit per port (read in `PORT_LINK`).
+    pub link_up: Signal<In, Bits<8>>,
 
     /// MAC RX data, first byte in bits 7:0.
     pub s_tdata: Signal<In, Bits<64>>,
@@ -444,6 +446,7 @@ impl Logic for NicCore {
         self.axil_rvalid.next = self.regs.s_rvalid.val();
         self.regs.s_rready.next = self.axil_rready.val();
         self.regs.now_ns.next = self.now_ns.val();
+        self.regs.link_up.next = self.link_up.val();
         self.engine.tc_valid.next = self.regs.tc_valid.val();
         self.engine.tc_table.next = self.regs.tc_table.val();
         self.engine.tc_write.next = self.regs.tc_write.val();

@@ -42,6 +42,7 @@ constants!(
         a_cap_slots / k_a_cap_slots: 16 = regs::CAP_MSG_SLOTS,
         a_cap_recv / k_a_cap_recv: 16 = regs::CAP_RECV_DEPTH,
         a_cap_ports / k_a_cap_ports: 16 = regs::CAP_PORTS,
+        a_port_link / k_a_port_link: 16 = regs::PORT_LINK,
         a_txq_base_lo / k_a_txq_base_lo: 16 = regs::TXQ_BASE_LO,
         a_txq_base_hi / k_a_txq_base_hi: 16 = regs::TXQ_BASE_HI,
         a_txq_log / k_a_txq_log: 16 = regs::TXQ_LOG_SIZE,
@@ -71,6 +72,7 @@ constants!(
         v_cap_slots / k_v_cap_slots: 32 = table_sizes().msg_slots,
         v_cap_recv / k_v_cap_recv: 32 = table_sizes().recv_depth,
         v_cap_ports / k_v_cap_ports: 32 = table_sizes().ports,
+        v_port_mask / k_v_port_mask: 8 = (1u32 << table_sizes().ports) - 1,
         op_write / k_op_write: 32 = regs::TABLE_OP_WRITE,
         op_read / k_op_read: 32 = regs::TABLE_OP_READ,
         ctl_rx / k_ctl_rx: 32 = regs::CONTROL_RX_ENABLE,
@@ -120,6 +122,8 @@ pub struct RegisterBlock {
 
     /// Current time (nanoseconds).
     pub now_ns: Signal<In, Bits<64>>,
+    /// The MAC ports' link state from their PHYs, one bit per port (`PORT_LINK`).
+    pub link_up: Signal<In, Bits<8>>,
     /// `CONTROL_RX_ENABLE`.
     pub rx_enable: Signal<Out, Bit>,
     /// `CONTROL_TX_ENABLE`.
@@ -520,6 +524,9 @@ impl Logic for RegisterBlock {
         }
         if self.ra.val() == self.k.a_cap_ports.val() {
             self.rd.next = self.k.v_cap_ports.val();
+        }
+        if self.ra.val() == self.k.a_port_link.val() {
+            self.rd.next = bit_cast::<32, 8>(self.link_up.val() & self.k.v_port_mask.val());
         }
         if self.ra.val() == self.k.a_txq_base_lo.val() {
             self.rd.next = self.txq_base_q.q.val().get_bits::<32>(0);

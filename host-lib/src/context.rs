@@ -14,7 +14,7 @@ use ferroce_driver::{Device, Nic};
 use ferroce_proto::hsi::tables::{ACCESS_LOCAL_WRITE, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE};
 use ferroce_proto::hsi::{
     ConnectionEntry, Counter, Event, MAX_PAYLOAD_LEN, RegionEntry, TableId, TableSizes,
-    TxDescriptor,
+    TxDescriptor, regs,
 };
 use ferroce_proto::wire::{
     CmKind, CmRepr, EthernetAddress, FSN_MASK, Opcode, SACK_BITS, fsn_diff,
@@ -433,6 +433,8 @@ pub struct ContextStats {
     pub cm_requests_incomplete: u64,
     /// CM Replies refused as breaking the negotiation ([`FailReason::InvalidReply`]).
     pub cm_invalid_replies: u64,
+    /// Changes seen in the ports' link state (`PORT_LINK`).
+    pub link_changes: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -649,6 +651,8 @@ pub struct Context<N: Nic> {
     /// Where the next transmit round starts (the connection after the last that sent).
     rr_next: usize,
     next_hint_at: u64,
+    /// NIC ports whose link was down at the last read of `PORT_LINK` (bit per port).
+    ports_down: u8,
     /// No connection's CM timer is due before this (0: scan at the next progress). Every
     /// change to a CM wait resets it, so the scan over all connections runs only when a timer
     /// can be due.
@@ -700,6 +704,7 @@ impl<N: Nic> Context<N> {
             budget: HostBudget::new(cfg.transport.host_budget, cfg.transport.line_rate_mbps),
             rr_next: 0,
             next_hint_at: 0,
+            ports_down: 0,
             cm_due: 0,
             now: 0,
             stats: ContextStats::default(),
@@ -1068,7 +1073,8 @@ impl<N: Nic> Context<N> {
             rate_mbps: self.cfg.transport.line_rate_mbps,
             tag_modes: tag_modes_bits(&opts.tags, 0),
         };
-        let core = Connection::new(params, self.cfg.transport.clone(), self.now);
+        let mut core = Connection::new(params, self.cfg.transport.clone(), self.now);
+        core.set_ports_down(self.now, self.ports_down);
         self.install(
             id,
             ConnSlot {
@@ -1200,7 +1206,8 @@ impl<N: Nic> Context<N> {
             tag_modes: newcomer.min(msg.rate_mbps.max(1)) as u64,
             ..msg
         };
-        let core = Connection::new(params, self.cfg.transport.clone(), self.now);
+        let mut core = Connection::new(params, self.cfg.transport.clone(), self.now);
+        core.set_ports_down(self.now, self.ports_down);
         self.install(
             id,
             ConnSlot {
@@ -1989,6 +1996,29 @@ impl<N: Nic> Context<N> {
         })
     }
 
+    /// Reads the ports' link state (`PORT_LINK`) and, when a link went down or came back,
+    /// tells every connection: flows leave a port whose link is down at once instead of
+    /// waiting for their timers. Polled with the rate hints, so a change is seen within
+    /// [`DeviceConfig::hint_interval_ns`] of time the host spends progressing.
+    fn check_links(&mut self, now: u64) {
+        let ports = self.sizes.ports.min(8);
+        let mask = ((1u32 << ports) - 1) as u8;
+        let down = !(self.dev.nic().read_reg(regs::PORT_LINK) as u8) & mask;
+        if down == self.ports_down {
+            return;
+        }
+        self.ports_down = down;
+        self.stats.link_changes += 1;
+        // Inbound capacity is that of the ports whose link is up: the fair shares hinted to
+        // the senders shrink with it.
+        let live = ports - down.count_ones();
+        let capacity = self.cfg.inbound_capacity_mbps as u64 * live as u64 / ports.max(1) as u64;
+        self.fair.set_capacity(capacity as u32);
+        for s in self.conns.iter_mut().flatten() {
+            s.core.set_ports_down(now, down);
+        }
+    }
+
     fn update_hints(&mut self) -> Result<()> {
         let now = self.now;
         let mut established = std::mem::take(&mut self.established);
@@ -2171,6 +2201,7 @@ impl<N: Nic> Context<N> {
         self.cm_timers()?;
         let mut lost = 0;
         if now >= self.next_hint_at {
+            self.check_links(now);
             self.update_hints()?;
             self.next_hint_at = now + self.cfg.hint_interval_ns.max(1);
             // A full event ring drops events: never let that pass silently.

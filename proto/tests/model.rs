@@ -798,6 +798,31 @@ fn transmit_builds_the_described_frame_and_refuses_bad_descriptors() {
 }
 
 #[test]
+fn port_link_reports_each_port_phy_state_within_the_port_count() {
+    let mut fp = nic_with(TableSizes {
+        ports: 4,
+        ..TableSizes::default()
+    });
+    assert_eq!(
+        fp.read_reg(regs::PORT_LINK),
+        0b1111,
+        "all links up at first"
+    );
+    fp.set_link(2, false);
+    fp.set_link(0, false);
+    assert_eq!(fp.read_reg(regs::PORT_LINK), 0b1010);
+    fp.set_link(2, true);
+    assert_eq!(fp.read_reg(regs::PORT_LINK), 0b1110);
+    // Ports the NIC does not have never read as up; numbers beyond any NIC are ignored.
+    fp.set_link(5, true);
+    fp.set_link(200, false);
+    assert_eq!(fp.read_reg(regs::PORT_LINK), 0b1110);
+    // Read-only.
+    fp.write_reg(regs::PORT_LINK, 0);
+    assert_eq!(fp.read_reg(regs::PORT_LINK), 0b1110);
+}
+
+#[test]
 fn frames_leave_on_the_port_the_descriptor_or_their_data_names() {
     let mut fp = nic_with(TableSizes {
         ports: 4,

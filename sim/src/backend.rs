@@ -133,4 +133,11 @@ impl SimPort for AnyNic {
             AnyNic::Rtl(n) => n.transmit_frame(),
         }
     }
+
+    fn set_link(&mut self, port: u8, up: bool) -> Result<(), NicError> {
+        match self {
+            AnyNic::Model(n) => n.set_link(port, up),
+            AnyNic::Rtl(n) => n.set_link(port, up),
+        }
+    }
 }

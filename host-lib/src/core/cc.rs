@@ -46,6 +46,11 @@ pub trait CongestionController: Debug + Send {
     fn on_loss(&mut self, now: u64, path: usize, bytes: u32);
     /// `path`'s retransmission timer fired.
     fn on_timeout(&mut self, now: u64, path: usize);
+    /// `path` left a NIC port whose link went down for a port that another path already
+    /// fills. By default handled like a timeout.
+    fn on_port_lost(&mut self, now: u64, path: usize) {
+        self.on_timeout(now, path);
+    }
     /// The receiver's rate hint changed (Mb/s; 0 = no hint).
     fn on_rate_hint(&mut self, now: u64, mbps: u32);
     /// Bytes `path` may have in flight.
@@ -54,6 +59,9 @@ pub trait CongestionController: Debug + Send {
     fn pacing_rate(&self, path: usize) -> f64;
     /// The connection spreads its paths over `planes` NIC ports (1 unless told).
     fn set_planes(&mut self, _planes: u8) {}
+    /// The connection's line rate changed (Mb/s): NIC ports whose link went down no longer
+    /// count. A controller that does not use the line rate ignores it.
+    fn set_line_rate(&mut self, _now: u64, _mbps: u32) {}
 }
 
 /// Builds a controller per connection.
@@ -352,6 +360,19 @@ impl CongestionController for EcnAimd {
         self.recompute_rates();
     }
 
+    /// A quarter of the window: the path joins a port a sibling's window already fills, and
+    /// what the dead port had in flight is resent at once on top of it. Halving (as for a
+    /// timeout) still overflowed the surviving planes' queues in `ferroce experiment
+    /// failure` (see `docs/fabric.md`, "Link state").
+    fn on_port_lost(&mut self, now: u64, path: usize) {
+        let min = self.min_cwnd();
+        if let Some(p) = self.paths.get_mut(path) {
+            p.cwnd = (p.cwnd / 4.0).max(min);
+            p.last_cut = now;
+        }
+        self.recompute_rates();
+    }
+
     fn on_rate_hint(&mut self, now: u64, mbps: u32) {
         self.hint = mbps_to_bytes_per_ns(mbps);
         if self.hint > 0.0 {
@@ -381,6 +402,11 @@ impl CongestionController for EcnAimd {
 
     fn set_planes(&mut self, planes: u8) {
         self.planes = planes.max(1);
+    }
+
+    fn set_line_rate(&mut self, _now: u64, mbps: u32) {
+        self.line = mbps_to_bytes_per_ns(mbps.max(1));
+        self.recompute_rates();
     }
 
     fn pacing_rate(&self, path: usize) -> f64 {
@@ -523,5 +549,26 @@ mod tests {
         }
         assert_eq!(c.window(3), 2 * 1100);
         assert!(c.pacing_rate(3) > 0.0);
+    }
+
+    #[test]
+    fn a_path_that_lost_its_port_keeps_a_quarter_of_its_window_and_the_line_rate_follows() {
+        let mut c = cc();
+        let (w, other) = (c.window(1), c.window(2));
+        c.on_port_lost(0, 1);
+        assert_eq!(c.window(1), (w / 4).max(2 * 1100));
+        assert_eq!(c.window(2), other, "only the moved path");
+        for _ in 0..10 {
+            c.on_port_lost(0, 1);
+        }
+        assert_eq!(c.window(1), 2 * 1100);
+        // A lower line rate lowers the cap the path rates are scaled to.
+        let before: f64 = (0..4).map(|p| c.pacing_rate(p)).sum();
+        c.set_line_rate(0, 1);
+        let after: f64 = (0..4).map(|p| c.pacing_rate(p)).sum();
+        assert!(
+            after < before && after <= mbps_to_bytes_per_ns(1) * 1.000_001,
+            "{before} → {after}"
+        );
     }
 }

@@ -85,6 +85,12 @@ pub struct ConnectionStats {
     pub silent_paths: u64,
     /// Packets resent because their flow was found silent.
     pub retx_silent: u64,
+    /// Flows moved off a NIC port because its link went down
+    /// ([`Connection::set_ports_down`]); also counted in `entropy_changes`.
+    pub link_down_moves: u64,
+    /// Packets resent because the link of the port they left on went down while they were
+    /// in flight.
+    pub retx_link_down: u64,
     /// Flows moved to a new entropy (after timeouts, silent spells or congestion).
     pub entropy_changes: u64,
     /// Flows moved to a new entropy because their path stayed congested
@@ -124,7 +130,11 @@ impl ConnectionStats {
     /// Loss-driven retransmissions (SACK plus timeout), the figure to compare with packets
     /// actually lost.
     pub fn retransmissions(&self) -> u64 {
-        self.retx_sack + self.retx_timeout + self.retx_probe + self.retx_silent
+        self.retx_sack
+            + self.retx_timeout
+            + self.retx_probe
+            + self.retx_silent
+            + self.retx_link_down
     }
 }
 
@@ -223,6 +233,8 @@ pub struct Connection {
     /// Per NIC port, when a flow last left it after a timeout or a silent spell: a port to
     /// avoid for a while when a flow moves (its plane may have failed).
     port_left_at: Vec<Option<u64>>,
+    /// NIC ports whose link is down, one bit per port ([`Connection::set_ports_down`]).
+    ports_down: u8,
     /// No congestion-driven repathing before this time (after a timeout or silent path).
     repath_suspended_until: u64,
     /// An ACK has arrived (the connection's pacer may burst after idling).
@@ -320,6 +332,7 @@ impl Connection {
             next_send_at: 0,
             port_clock: vec![0; planes as usize],
             port_left_at: vec![None; planes as usize],
+            ports_down: 0,
             burst_ns: 0,
             repath_suspended_until: 0,
             acked_once: false,
@@ -1513,6 +1526,67 @@ impl Connection {
         self.derived().timer
     }
 
+    /// Tells the connection which NIC ports have their link down (bit `p` for port `p`, as
+    /// the NIC's `PORT_LINK` shows the opposite). Every flow on a port that went down moves
+    /// at once to a port whose link is up, and what it had in flight there is resent: a
+    /// down link delivers nothing, so there is no timeout or silent spell to wait for. No
+    /// flow moves onto a down port while another is up. The moved flow's controller learns
+    /// of it ([`CongestionController::on_port_lost`]): the port it joins is already full
+    /// with a sibling's window. Its backoff is left alone: a link going down says nothing
+    /// about the path's health. The connection's line rate becomes that of the live ports.
+    /// With every port down nothing moves (the timers take over).
+    pub fn set_ports_down(&mut self, now: u64, down: u8) {
+        self.changing(|c| c.set_ports_down_inner(now, down));
+    }
+
+    fn set_ports_down_inner(&mut self, now: u64, down: u8) {
+        let planes = self.params.planes.clamp(1, 8);
+        let all = (((1u16 << planes) - 1) & 0xFF) as u8;
+        let newly = down & !self.ports_down;
+        let changed = (down ^ self.ports_down) & all != 0;
+        self.ports_down = down;
+        if !changed || down & all == all {
+            return;
+        }
+        // The connection's line rate is that of the ports whose link is up.
+        let live = u32::from(planes) - (down & all).count_ones();
+        let line = (self.cfg.line_rate_mbps as u64 * live as u64 / planes as u64) as u32;
+        self.cc.set_line_rate(now, line);
+        if newly & all == 0 || !self.usable() {
+            return;
+        }
+        for fi in 0..self.flows.len() {
+            let left = self.flows[fi].port;
+            if newly & (1 << left) == 0 {
+                continue;
+            }
+            let f = &mut self.flows[fi];
+            let mut queued = 0u64;
+            for i in 0..f.ring.len() {
+                let p = &mut f.ring[i];
+                if p.state == PktState::InFlight {
+                    p.state = PktState::Queued;
+                    p.cause = CAUSE_LOSS;
+                    f.inflight_bytes = f
+                        .inflight_bytes
+                        .saturating_sub(p.len as u64 + HEADER_BYTES as u64);
+                    let seq = f.base + i as u64;
+                    f.retx.push_back(seq);
+                    queued += 1;
+                }
+            }
+            self.stats.retx_link_down += queued;
+            self.cc.on_port_lost(now, fi);
+            let port = self.next_port(fi, now);
+            if self.change_entropy(fi, port) {
+                self.stats.link_down_moves += 1;
+                if let Some(t) = self.port_left_at.get_mut(left as usize) {
+                    *t = Some(now);
+                }
+            }
+        }
+    }
+
     /// Runs `f`, which changes the connection, forgetting [`Connection::derived`] before and
     /// after it (a query inside `f` may have filled it with a value `f` then changed).
     fn changing<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
@@ -1915,7 +1989,7 @@ impl Connection {
                     .enumerate()
                     .filter(|&(j, g)| j != fi && g.port == p);
                 let dead = on.clone().filter(|(_, g)| g.dead).count();
-                (left, dead, on.count())
+                (self.ports_down & (1 << p) != 0, left, dead, on.count())
             })
             .unwrap_or(own)
     }

@@ -76,6 +76,12 @@ impl FairShare {
         }
     }
 
+    /// Sets the inbound capacity (Mb/s): NIC ports whose link went down or came back. The
+    /// hints follow at the next [`FairShare::compute`].
+    pub fn set_capacity(&mut self, mbps: u32) {
+        self.capacity_mbps = mbps;
+    }
+
     /// Inbound capacity (Mb/s).
     pub fn capacity(&self) -> u32 {
         self.capacity_mbps

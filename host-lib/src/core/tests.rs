@@ -970,6 +970,43 @@ fn flows_spread_over_planes_and_leave_a_failed_plane_for_the_emptiest_other() {
 }
 
 #[test]
+fn a_port_whose_link_goes_down_is_left_at_once_and_its_packets_resent_elsewhere() {
+    let cfg = TransportConfig {
+        pacing_burst_packets: 1000,
+        ..TransportConfig::default()
+    };
+    let mut c = ready_on_planes(8, 4, cfg);
+    c.post(write(1, 0, 64 * MTU)).unwrap();
+    let d = send_all(&mut c, 0);
+    let on_2: Vec<u32> = d.iter().filter(|x| x.port == 2).map(|x| x.fsn).collect();
+    assert!(!on_2.is_empty());
+    // Everything but port 2's packets is acknowledged, so only those are in flight.
+    for x in d.iter().filter(|x| x.port != 2) {
+        c.handle_event(10_000, &ack(x.flow, fsn_add(x.fsn, 1), &[], 0));
+    }
+    c.set_ports_down(12_000, 0b0100);
+    let s = c.stats();
+    assert_eq!(s.link_down_moves, 2, "flows 2 and 6 moved");
+    assert_eq!(s.retx_link_down, on_2.len() as u64);
+    assert_eq!((s.timeouts, s.silent_paths), (0, 0), "no timer involved");
+    let ports: Vec<u8> = c.paths().iter().map(|p| p.port).collect();
+    assert!(!ports.contains(&2), "{ports:?}");
+    // The resends leave first, at once, on live ports; nothing more goes to port 2.
+    let resent = send_all(&mut c, 12_000);
+    assert!(resent.iter().all(|r| r.port != 2), "{resent:?}");
+    let first: Vec<u32> = resent.iter().take(on_2.len()).map(|r| r.fsn).collect();
+    for f in &on_2 {
+        assert!(first.contains(f), "{f} resent first: {resent:?}");
+    }
+    // Nothing moves back when the link returns; flows only move off a port again when it
+    // goes down again, and with every port down nothing moves.
+    c.set_ports_down(20_000, 0);
+    c.set_ports_down(21_000, 0b1111);
+    assert_eq!(c.stats().link_down_moves, 2);
+    assert_eq!(c.paths().iter().map(|p| p.port).collect::<Vec<_>>(), ports);
+}
+
+#[test]
 fn a_silent_flow_is_handled_as_timed_out_once_its_siblings_deliver_later_packets() {
     let cfg = TransportConfig {
         same_entropy_retries: 1,

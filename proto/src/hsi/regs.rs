@@ -47,6 +47,10 @@ pub const CAP_MSG_SLOTS: u32 = 0x0040;
 pub const CAP_RECV_DEPTH: u32 = 0x0044;
 /// Capability: MAC ports, one per plane (read-only; 1 to [`MAX_PORTS`]).
 pub const CAP_PORTS: u32 = 0x0048;
+/// Link state of the MAC ports, one bit per port (bit `p` set: port `p`'s link is up), as the
+/// PHYs report it; bits at and beyond [`CAP_PORTS`] read as zero (read-only). The host library
+/// polls it to move traffic off a port whose link went down without waiting for a timeout.
+pub const PORT_LINK: u32 = 0x004C;
 /// Width of the port number on the MAC streams (`tid` in, `tdest` out).
 pub const PORT_BITS: u32 = 3;
 /// Most MAC ports a NIC can have.

@@ -122,6 +122,8 @@ pub struct FastPath {
     pub(crate) slots: Vec<MsgSlot>,
     counters: Vec<u64>,
     now_ns: u64,
+    /// The MAC ports' link state as the PHYs report it ([`regs::PORT_LINK`]), all up at first.
+    link_up: u8,
     /// ACK timers, earliest first: (deadline, flow table index, connection id, flow). At most
     /// one live entry per flow (see [`FlowRxState::timer_queued`]); an entry whose flow was
     /// acknowledged meanwhile is dropped when it comes up.
@@ -138,6 +140,11 @@ pub struct FastPath {
     /// Scratch for the payload of the frame being built (no state: its bytes are overwritten
     /// before each use).
     tx_payload: Vec<u8>,
+}
+
+/// The [`regs::PORT_LINK`] bits of a NIC with `ports` ports.
+fn port_mask(ports: u32) -> u32 {
+    (1u32 << ports.min(regs::MAX_PORTS)) - 1
 }
 
 impl FastPath {
@@ -162,6 +169,7 @@ impl FastPath {
             slots: vec![MsgSlot::default(); (sizes.tags * sizes.msg_slots) as usize],
             counters: vec![0; Counter::COUNT],
             now_ns: 0,
+            link_up: u8::MAX,
             ack_timers: BinaryHeap::new(),
             armed_flows: 0,
             sweep_due: 0,
@@ -174,6 +182,19 @@ impl FastPath {
     /// The table sizes.
     pub fn sizes(&self) -> TableSizes {
         self.sizes
+    }
+
+    /// Sets the link state of MAC port `port` (what its PHY reports in [`regs::PORT_LINK`]).
+    /// The link state is only reported: frames are neither refused nor held for it (a down
+    /// link carries none). Ports beyond [`regs::MAX_PORTS`] are ignored.
+    pub fn set_link(&mut self, port: u8, up: bool) {
+        if u32::from(port) < regs::MAX_PORTS {
+            if up {
+                self.link_up |= 1 << port;
+            } else {
+                self.link_up &= !(1 << port);
+            }
+        }
     }
 
     /// How many times the receive state (cumulative FSN, SACK bitmap) of flow-table entry
@@ -414,6 +435,7 @@ impl FastPath {
             regs::CAP_MSG_SLOTS => self.sizes.msg_slots,
             regs::CAP_RECV_DEPTH => self.sizes.recv_depth,
             regs::CAP_PORTS => self.sizes.ports,
+            regs::PORT_LINK => self.link_up as u32 & port_mask(self.sizes.ports),
             regs::TXQ_BASE_LO => r.txq_base as u32,
             regs::TXQ_BASE_HI => (r.txq_base >> 32) as u32,
             regs::TXQ_LOG_SIZE => r.txq_log_size,

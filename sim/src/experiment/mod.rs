@@ -433,6 +433,9 @@ pub struct Outcome {
     /// ferroce: flows found silent while their siblings delivered
     /// (`ConnectionStats::silent_paths`), handled like timeouts without waiting for them.
     pub silent_paths: u64,
+    /// Flows moved off a NIC port because its link went down
+    /// (`ConnectionStats::link_down_moves`).
+    pub link_down_moves: u64,
     /// ferroce: flows moved off a path that stayed congested
     /// (`ConnectionStats::repaths_congestion`).
     pub repaths: u64,
@@ -645,6 +648,7 @@ fn collect<H: Host>(
         resent: 0,
         timeouts: 0,
         silent_paths: 0,
+        link_down_moves: 0,
         repaths: 0,
         efficiency: 0.0,
         trace,
@@ -687,6 +691,7 @@ pub fn run(
                         o.resent += s.retransmissions();
                         o.timeouts += s.timeouts;
                         o.silent_paths += s.silent_paths;
+                        o.link_down_moves += s.link_down_moves;
                         o.repaths += s.repaths_congestion;
                     }
                 }

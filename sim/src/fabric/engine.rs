@@ -4,7 +4,7 @@
 use super::event::{EventQueue, PS_PER_NS, Ps};
 use super::failure::{Failure, FailureTarget};
 use super::packet::Packet;
-use super::port::Enqueued;
+use super::port::{Enqueued, LinkRole};
 use super::topology::{Network, NodeKind};
 
 /// What an endpoint hands back after handling something.
@@ -26,6 +26,10 @@ pub trait Endpoint {
     fn on_wake(&mut self, now: Ps, out: &mut Outbox);
     /// NIC port `port` finished serialising a packet (its queue is `queued` bytes now).
     fn on_port_drained(&mut self, _now: Ps, _port: usize, _queued: u64, _out: &mut Outbox) {}
+    /// The link of NIC port `port` went down or came back, as its PHY reports it: up only
+    /// while both directions of the cable carry traffic (Ethernet's remote-fault signalling
+    /// tells each end when the other stops hearing it). The default ignores it.
+    fn on_link_change(&mut self, _now: Ps, _port: usize, _up: bool, _out: &mut Outbox) {}
 }
 
 enum Ev {
@@ -321,6 +325,7 @@ impl<E: Endpoint> Fabric<E> {
     }
 
     fn apply(&mut self, f: Failure) {
+        let before = self.host_links();
         match f.target {
             FailureTarget::Link(i) => {
                 if let Some(l) = self.net.links.get_mut(i) {
@@ -332,7 +337,49 @@ impl<E: Endpoint> Fabric<E> {
                     l.up = !f.down;
                 }
             }
+            FailureTarget::PlaneSpines(p) => {
+                for l in self.net.links.iter_mut().filter(|l| {
+                    l.plane == p && matches!(l.role, LinkRole::LeafUp | LinkRole::SpineDown)
+                }) {
+                    l.up = !f.down;
+                }
+            }
         }
+        let after = self.host_links();
+        for (h, (old, new)) in before.iter().zip(&after).enumerate() {
+            for (port, (&was, &is)) in old.iter().zip(new).enumerate() {
+                if was != is {
+                    let mut out = std::mem::take(&mut self.out);
+                    out.wake = self.wake_at[h];
+                    self.stats.host_events += 1;
+                    self.hosts[h].on_link_change(self.now, port, is, &mut out);
+                    self.flush(h as u32, &mut out);
+                    self.out = out;
+                }
+            }
+        }
+    }
+
+    /// Per host, per NIC port: whether both directions of its cable are up.
+    fn host_links(&self) -> Vec<Vec<bool>> {
+        let mut up: Vec<Vec<bool>> = vec![Vec::new(); self.hosts.len()];
+        for node in &self.net.nodes {
+            if let NodeKind::Host(h) = node.kind {
+                up[h as usize] = node
+                    .ports
+                    .iter()
+                    .map(|p| self.net.links[p.link].up)
+                    .collect();
+            }
+        }
+        for l in &self.net.links {
+            if let NodeKind::Host(h) = self.net.nodes[l.to_node as usize].kind
+                && let Some(u) = up[h as usize].get_mut(l.to_port as usize)
+            {
+                *u &= l.up;
+            }
+        }
+        up
     }
 }
 
@@ -353,11 +400,15 @@ mod tests {
     struct Probe {
         got: Vec<(Ps, u32)>,
         send: Option<(u32, u16, u32)>,
+        links: Vec<(Ps, usize, bool)>,
     }
 
     impl Endpoint for Probe {
         fn on_packet(&mut self, now: Ps, _port: usize, pkt: Packet, _out: &mut Outbox) {
             self.got.push((now, pkt.wire_len));
+        }
+        fn on_link_change(&mut self, now: Ps, port: usize, up: bool, _out: &mut Outbox) {
+            self.links.push((now, port, up));
         }
         fn on_wake(&mut self, _now: Ps, out: &mut Outbox) {
             if let Some((dst, entropy, len)) = self.send.take() {
@@ -430,5 +481,42 @@ mod tests {
         fab.run_until(10_000_000);
         assert!(fab.hosts[1].got.is_empty());
         assert_eq!(fab.stats.down_drops, 1);
+        // Both hosts' port 0 reported down once, at the failure; port 1 never.
+        for h in &fab.hosts {
+            assert_eq!(h.links, vec![(0, 0, false)]);
+        }
+    }
+
+    #[test]
+    fn a_host_port_link_is_up_only_while_both_directions_are() {
+        let cfg = TopologyConfig {
+            hosts: 2,
+            hosts_per_leaf: 2,
+            planes: 2,
+            ..Default::default()
+        };
+        let net = Network::leaf_spine(&cfg);
+        // The direction from the leaf into host 1's port 1.
+        let into_1 = net
+            .links
+            .iter()
+            .position(|l| {
+                l.plane == 1 && matches!(net.nodes[l.to_node as usize].kind, NodeKind::Host(1))
+            })
+            .expect("a link into host 1 on plane 1");
+        let mut fab = Fabric::new(net, vec![Probe::default(), Probe::default()]);
+        for (at, down) in [(1_000, true), (2_000, false)] {
+            fab.schedule(Failure {
+                at,
+                target: FailureTarget::Link(into_1),
+                down,
+            });
+        }
+        fab.run_until(10_000);
+        assert!(fab.hosts[0].links.is_empty(), "host 0's cables are whole");
+        assert_eq!(
+            fab.hosts[1].links,
+            vec![(1_000, 1, false), (2_000, 1, true)]
+        );
     }
 }

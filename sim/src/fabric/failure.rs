@@ -12,6 +12,9 @@ pub enum FailureTarget {
     Link(usize),
     /// Both directions of every link of a plane, host ports included.
     Plane(u8),
+    /// Both directions of every leaf–spine link of a plane: the host cables stay up, so no NIC
+    /// sees its link go down and only the transport can find the dead paths.
+    PlaneSpines(u8),
 }
 
 /// A scheduled change.

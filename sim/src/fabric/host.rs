@@ -528,6 +528,18 @@ impl Endpoint for FerroceHost {
             self.schedule(now, out);
         }
     }
+
+    fn on_link_change(&mut self, now: Ps, port: usize, up: bool, out: &mut Outbox) {
+        // The PHY's state reaches `PORT_LINK`; the library reads it with its rate hints
+        // (`DeviceConfig::hint_interval_ns`), in the host loop run here as a link-change
+        // interrupt would run it.
+        let nic = self.ctx.nic_mut();
+        nic.poll(now / PS_PER_NS);
+        if nic.set_link(port as u8, up).is_err() {
+            self.lib_errors += 1;
+        }
+        self.service(now, out);
+    }
 }
 
 #[cfg(test)]

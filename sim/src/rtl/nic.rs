@@ -27,6 +27,7 @@ pub const MAX_CYCLES_PER_CALL: u64 = 20_000_000;
 struct Ports {
     reset: Slot,
     now: Slot,
+    link_up: Slot,
     s_data: Slot,
     s_keep: Slot,
     s_valid: Slot,
@@ -134,6 +135,8 @@ pub struct RtlNic {
     /// Host memory the core reaches by DMA.
     pub memory: SimMemory,
     now_ns: u64,
+    /// The PHYs' link state driven into the core (`PORT_LINK`), one bit per port.
+    link_up: u8,
     /// MAC ports (`CAP_PORTS`).
     ports: u32,
     /// Beats waiting for the MAC RX stream: (data, keep, last, port).
@@ -223,6 +226,7 @@ impl RtlNic {
         let p = Ports {
             reset: i("reset")?,
             now: i("now_ns")?,
+            link_up: i("link_up")?,
             s_data: i("s_tdata")?,
             s_keep: i("s_tkeep")?,
             s_valid: i("s_tvalid")?,
@@ -270,6 +274,7 @@ impl RtlNic {
             io,
             memory: SimMemory::default(),
             now_ns: 0,
+            link_up: u8::MAX,
             ports: 1,
             rx: VecDeque::new(),
             tx_cur: Vec::new(),
@@ -281,6 +286,7 @@ impl RtlNic {
             vectors,
         };
         me.io.set(me.p.m_ready, 1);
+        me.io.set(me.p.link_up, me.link_up as u64);
         me.io.set(me.p.dr_req_ready, 1);
         for w in 0..2 {
             me.io.set(me.p.dw[w].req_ready, 1);
@@ -639,5 +645,17 @@ impl SimPort for RtlNic {
     fn transmit_frame(&mut self) -> Option<PortFrame> {
         self.settle();
         self.tx_done.pop_front()
+    }
+
+    fn set_link(&mut self, port: u8, up: bool) -> Result<(), NicError> {
+        check_port(port, self.ports)?;
+        if up {
+            self.link_up |= 1 << port;
+        } else {
+            self.link_up &= !(1 << port);
+        }
+        self.io.set(self.p.link_up, self.link_up as u64);
+        self.settle();
+        Ok(())
     }
 }
