@@ -487,6 +487,16 @@ pub struct RxEngine {
     rg_q: DFF<Bits<160>>,
     rg_end_q: DFF<Bits<65>>,
     va_end_q: DFF<Bits<65>>,
+    // The receive-buffer and message-slot checks, registered the same way: the reads arrive
+    // in Decide1 and Decide2 decides from these flags instead of from the block RAM outputs
+    // through 32-bit compares and a 33-bit adder.
+    rb_refused_q: DFF<Bit>,
+    rb_short_q: DFF<Bit>,
+    rb_place_q: DFF<Bits<64>>,
+    rs_active_q: DFF<Bit>,
+    rs_done_q: DFF<Bit>,
+    rs_same_msg_q: DFF<Bit>,
+    rs_conflict_q: DFF<Bit>,
     recv_idx: DFF<Bits<RECV_INDEX_BITS>>,
     slot_idx: DFF<Bits<SLOT_INDEX_BITS>>,
     flow_idx: DFF<Bits<FLOW_BITS>>,
@@ -628,6 +638,13 @@ impl Logic for RxEngine {
             rg_q,
             rg_end_q,
             va_end_q,
+            rb_refused_q,
+            rb_short_q,
+            rb_place_q,
+            rs_active_q,
+            rs_done_q,
+            rs_same_msg_q,
+            rs_conflict_q,
             recv_idx,
             slot_idx,
             flow_idx,
@@ -850,6 +867,21 @@ impl Logic for RxEngine {
         self.rg_q.d.next = self.rg.val();
         self.rg_end_q.d.next = self.rg_end.val();
         self.va_end_q.d.next = self.va_end.val();
+        self.rb_refused_q.d.next = !self.d_is_write.val()
+            & (!self.rb_w.val().get_bit(0)
+                | (self.rb_w.val().get_bits::<32>(32) != self.d_ssn.val()));
+        self.rb_short_q.d.next =
+            self.d_end.val() > bit_cast::<33, 32>(self.rb_w.val().get_bits::<32>(128));
+        self.rb_place_q.d.next =
+            self.rb_w.val().get_bits::<64>(64) + bit_cast::<64, 32>(self.d_offset.val());
+        self.rs_active_q.d.next = self.rs.val().get_bits::<2>(0) == 1_u64;
+        self.rs_done_q.d.next = self.rs.val().get_bits::<2>(0) == 2_u64;
+        self.rs_same_msg_q.d.next = self.rs.val().get_bits::<32>(32) == self.d_msn.val();
+        self.rs_conflict_q.d.next = (self.rs.val().get_bits::<32>(96) != self.d_msg_len.val())
+            | (self.rs.val().get_bits::<8>(8) != self.pr_opcode.val())
+            | (!self.d_is_write.val() & (self.rs.val().get_bits::<32>(64) != self.d_ssn.val()))
+            | ((self.rs.val().get_bits::<33>(128) + self.d_len.val())
+                > bit_cast::<33, 32>(self.d_msg_len.val()));
         self.ack_ece.next = (self
             .pr_th
             .val()
@@ -1353,43 +1385,33 @@ impl Logic for RxEngine {
                     }
                 }
                 St::Decide2 => {
+                    // The reads arrived in Decide1 and still show (their addresses hold); the
+                    // checks on them were registered then (`rb_*_q`, `rs_*_q`).
                     self.rb.d.next = self.rb_w.val();
                     self.slot.d.next = self.rs.val();
                     self.state.d.next = St::ClsWait;
-                    if !self.d_is_write.val()
-                        & (!self.rb_w.val().get_bit(0)
-                            | (self.rb_w.val().get_bits::<32>(32) != self.d_ssn.val()))
-                    {
+                    if self.rb_refused_q.q.val() {
                         self.verdict.d.next = self.k.c_no_recv.val();
                         self.f_nak.d.next = true;
                         self.nak_reason.d.next = self.k.nak_rnr.val();
-                    } else if (self.rs.val().get_bits::<2>(0) == 1_u64)
-                        & (self.rs.val().get_bits::<32>(32) == self.d_msn.val())
-                        & ((self.rs.val().get_bits::<32>(96) != self.d_msg_len.val())
-                            | (self.rs.val().get_bits::<8>(8) != self.pr_opcode.val())
-                            | (!self.d_is_write.val()
-                                & (self.rs.val().get_bits::<32>(64) != self.d_ssn.val()))
-                            | ((self.rs.val().get_bits::<33>(128) + self.d_len.val())
-                                > bit_cast::<33, 32>(self.d_msg_len.val())))
+                    } else if self.rs_active_q.q.val()
+                        & self.rs_same_msg_q.q.val()
+                        & self.rs_conflict_q.q.val()
                     {
                         self.verdict.d.next = self.k.c_invalid.val();
                         self.f_nak.d.next = true;
                         self.nak_reason.d.next = self.k.nak_invalid.val();
                         self.meta.d.next = self.meta_refused.val();
                         self.f_accept.d.next = true;
-                    } else if (self.rs.val().get_bits::<2>(0) == 1_u64)
-                        & (self.rs.val().get_bits::<32>(32) != self.d_msn.val())
-                    {
+                    } else if self.rs_active_q.q.val() & !self.rs_same_msg_q.q.val() {
                         self.verdict.d.next = self.k.c_slot_busy.val();
                         self.f_nak.d.next = true;
                         self.nak_reason.d.next = self.k.nak_rnr.val();
-                    } else if (self.rs.val().get_bits::<2>(0) == 2_u64)
-                        & (self.rs.val().get_bits::<32>(32) == self.d_msn.val())
-                    {
+                    } else if self.rs_done_q.q.val() & self.rs_same_msg_q.q.val() {
                         self.verdict.d.next = self.k.c_stale.val();
                         self.f_accept.d.next = true;
                     } else {
-                        if self.rs.val().get_bits::<2>(0) != 1_u64 {
+                        if !self.rs_active_q.q.val() {
                             // Claim the slot for this message.
                             self.slot.d.next = 1_u64.to_bits::<224>()
                                 | (bit_cast::<224, 8>(self.pr_opcode.val()) << 8_u64)
@@ -1429,9 +1451,7 @@ impl Logic for RxEngine {
                                 self.st_some.d.next = true;
                                 self.st_code.d.next = self.k.st_access.val();
                             }
-                        } else if self.d_end.val()
-                            > bit_cast::<33, 32>(self.rb_w.val().get_bits::<32>(128))
-                        {
+                        } else if self.rb_short_q.q.val() {
                             self.verdict.d.next = self.k.c_oob.val();
                             self.f_nak.d.next = true;
                             self.nak_reason.d.next = self.k.nak_invalid.val();
@@ -1440,8 +1460,7 @@ impl Logic for RxEngine {
                             self.st_code.d.next = self.k.st_length.val();
                         } else {
                             self.f_place.d.next = true;
-                            self.place_addr.d.next = self.rb_w.val().get_bits::<64>(64)
-                                + bit_cast::<64, 32>(self.d_offset.val());
+                            self.place_addr.d.next = self.rb_place_q.q.val();
                         }
                     }
                 }

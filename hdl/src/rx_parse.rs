@@ -204,7 +204,9 @@ pub struct RxParser {
     a_ip_total: DFF<Bits<17>>,
     a_ip_hlen: DFF<Bits<17>>,
     a_avail: DFF<Bits<17>>,
-    a_sum: DFF<Bits<20>>,
+    // The IPv4 header sum in two halves (words 0–4 and 5–9): stage B adds them.
+    a_sum_lo: DFF<Bits<20>>,
+    a_sum_hi: DFF<Bits<20>>,
     a_op_known: DFF<Bit>,
     a_op_data: DFF<Bit>,
     a_hl_th: DFF<Bits<17>>,
@@ -256,11 +258,14 @@ pub struct RxParser {
     th_len: Signal<Local, Bits<17>>,
     op_known: Signal<Local, Bit>,
     op_data: Signal<Local, Bit>,
-    sum: Signal<Local, Bits<20>>,
-    // The IPv4 header sum read at the untagged and at the tagged offsets (see stage A).
-    sum_untagged: Signal<Local, Bits<20>>,
-    sum_tagged: Signal<Local, Bits<20>>,
-    folded: Signal<Local, Bits<20>>,
+    // The IPv4 header sum's halves read at the untagged and at the tagged offsets (see
+    // stage A).
+    sum_untagged_lo: Signal<Local, Bits<20>>,
+    sum_untagged_hi: Signal<Local, Bits<20>>,
+    sum_tagged_lo: Signal<Local, Bits<20>>,
+    sum_tagged_hi: Signal<Local, Bits<20>>,
+    ip_sum: Signal<Local, Bits<20>>,
+    ip_sum_ok: Signal<Local, Bit>,
     err: Signal<Local, Bits<4>>,
     n_vlan: Signal<Local, Bit>,
     n_v6: Signal<Local, Bit>,
@@ -431,7 +436,8 @@ impl Default for RxParser {
             a_ip_total: Default::default(),
             a_ip_hlen: Default::default(),
             a_avail: Default::default(),
-            a_sum: Default::default(),
+            a_sum_lo: Default::default(),
+            a_sum_hi: Default::default(),
             a_op_known: Default::default(),
             a_op_data: Default::default(),
             a_hl_th: Default::default(),
@@ -481,10 +487,12 @@ impl Default for RxParser {
             th_len: Default::default(),
             op_known: Default::default(),
             op_data: Default::default(),
-            sum: Default::default(),
-            sum_untagged: Default::default(),
-            sum_tagged: Default::default(),
-            folded: Default::default(),
+            sum_untagged_lo: Default::default(),
+            sum_untagged_hi: Default::default(),
+            sum_tagged_lo: Default::default(),
+            sum_tagged_hi: Default::default(),
+            ip_sum: Default::default(),
+            ip_sum_ok: Default::default(),
             err: Default::default(),
             n_vlan: Default::default(),
             n_v6: Default::default(),
@@ -565,7 +573,8 @@ impl Logic for RxParser {
             a_ip_total,
             a_ip_hlen,
             a_avail,
-            a_sum,
+            a_sum_lo,
+            a_sum_hi,
             a_op_known,
             a_op_data,
             a_hl_th,
@@ -840,41 +849,34 @@ impl Logic for RxParser {
                     bit_cast::<17, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 18 - 16)) + 40_u64;
                 self.ip_hlen.next = 40.into();
             }
-            // The IPv4 header sum as a tree of adds (depth 4), not a chain of ten; one tree per
-            // framing, read straight from the snapshot, so that the tag's 4-byte shift selects
-            // a 20-bit result rather than standing in front of the adders.
-            self.sum_untagged.next =
-                (((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16))
+            // The IPv4 header sum in two halves of five words, each a tree of adds (depth 3);
+            // stage B adds the halves. One pair per framing, read straight from the snapshot,
+            // so that the tag's 4-byte shift selects 20-bit results rather than standing in
+            // front of the adders.
+            self.sum_untagged_lo.next =
+                ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16))
                     + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 32)))
                     + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 48))
                         + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 64))))
-                    + ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 80))
-                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 96)))
-                        + (bit_cast::<20, 16>(
-                            self.flat.val().get_bits::<16>(1024 - 8 * 14 - 112),
-                        ) + bit_cast::<20, 16>(
-                            self.flat.val().get_bits::<16>(1024 - 8 * 14 - 128),
-                        ))))
-                    + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 144))
-                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 160)));
-            self.sum_tagged.next =
-                (((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 16))
+                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 80));
+            self.sum_untagged_hi.next =
+                ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 96))
+                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 112)))
+                    + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 128))
+                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 144))))
+                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 160));
+            self.sum_tagged_lo.next =
+                ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 16))
                     + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 32)))
                     + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 48))
                         + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 64))))
-                    + ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 80))
-                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 96)))
-                        + (bit_cast::<20, 16>(
-                            self.flat.val().get_bits::<16>(1024 - 8 * 18 - 112),
-                        ) + bit_cast::<20, 16>(
-                            self.flat.val().get_bits::<16>(1024 - 8 * 18 - 128),
-                        ))))
-                    + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 144))
-                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 160)));
-            self.sum.next = self.sum_untagged.val();
-            if self.vlan.val() {
-                self.sum.next = self.sum_tagged.val();
-            }
+                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 80));
+            self.sum_tagged_hi.next =
+                ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 96))
+                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 112)))
+                    + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 128))
+                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 144))))
+                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 160));
 
             self.opcode.next = self.f4.val().get_bits::<8>(1024 - 8 * 42 - 8);
             self.cm_kind.next = self.f4.val().get_bits::<8>(1024 - 8 * 54 - 8);
@@ -911,7 +913,12 @@ impl Logic for RxParser {
             self.a_ip_total.d.next = self.ip_total.val();
             self.a_ip_hlen.d.next = self.ip_hlen.val();
             self.a_avail.d.next = self.flen.val() - self.eth_len.val();
-            self.a_sum.d.next = self.sum.val();
+            self.a_sum_lo.d.next = self.sum_untagged_lo.val();
+            self.a_sum_hi.d.next = self.sum_untagged_hi.val();
+            if self.vlan.val() {
+                self.a_sum_lo.d.next = self.sum_tagged_lo.val();
+                self.a_sum_hi.d.next = self.sum_tagged_hi.val();
+            }
             self.a_op_known.d.next = self.op_known.val();
             self.a_op_data.d.next = self.op_data.val();
             // Every length below the IP header is compared with the IP total length against a sum of
@@ -978,9 +985,10 @@ impl Logic for RxParser {
             self.f4.next = 0.into();
             self.ip_total.next = 0.into();
             self.ip_hlen.next = 0.into();
-            self.sum.next = 0.into();
-            self.sum_untagged.next = 0.into();
-            self.sum_tagged.next = 0.into();
+            self.sum_untagged_lo.next = 0.into();
+            self.sum_untagged_hi.next = 0.into();
+            self.sum_tagged_lo.next = 0.into();
+            self.sum_tagged_hi.next = 0.into();
             self.opcode.next = 0.into();
             self.cm_kind.next = 0.into();
             self.nak_reason.next = 0.into();
@@ -993,8 +1001,20 @@ impl Logic for RxParser {
         // Stages B and 2 load only with a frame in stage A, like stage A itself.
         if self.a_valid.q.val() {
             // ---- Stage B: the length compares and the first failing check, from registers only.
-            self.folded.next = (self.a_sum.q.val() & 0xFFFF_u64) + (self.a_sum.q.val() >> 16_u64);
-            self.folded.next = (self.folded.val() & 0xFFFF_u64) + (self.folded.val() >> 16_u64);
+            // Ten 16-bit words sum to at most 10 · 0xFFFF, and their one's-complement sum
+            // (the sum folded twice) is 0xFFFF exactly when the sum is a non-zero multiple of
+            // 0xFFFF: ten parallel compares instead of two folding adds after this one.
+            self.ip_sum.next = self.a_sum_lo.q.val() + self.a_sum_hi.q.val();
+            self.ip_sum_ok.next = (self.ip_sum.val() == 65535_u64)
+                | (self.ip_sum.val() == 131070_u64)
+                | (self.ip_sum.val() == 196605_u64)
+                | (self.ip_sum.val() == 262140_u64)
+                | (self.ip_sum.val() == 327675_u64)
+                | (self.ip_sum.val() == 393210_u64)
+                | (self.ip_sum.val() == 458745_u64)
+                | (self.ip_sum.val() == 524280_u64)
+                | (self.ip_sum.val() == 589815_u64)
+                | (self.ip_sum.val() == 655350_u64);
 
             // Checks from the last to the first: the earliest failing one is written last.
             self.err.next = 0.into();
@@ -1042,7 +1062,7 @@ impl Logic for RxParser {
                 if self.a_v4_proto_bad.q.val() {
                     self.err.next = self.k_e_not_udp.val();
                 }
-                if self.folded.val() != 0xFFFF_u64 {
+                if !self.ip_sum_ok.val() {
                     self.err.next = self.k_e_ip_checksum.val();
                 }
                 if self.a_v4_frag_bad.q.val() {
@@ -1098,7 +1118,8 @@ impl Logic for RxParser {
             self.plen2.d.next = bit_cast::<16, 17>(self.a_ip_total.q.val() - self.a_hl_th.q.val());
             self.port2.d.next = self.a_port.q.val();
         } else {
-            self.folded.next = 0.into();
+            self.ip_sum.next = 0.into();
+            self.ip_sum_ok.next = false;
             self.err.next = 0.into();
             self.crc_good.next = 0.into();
         }
