@@ -92,6 +92,13 @@ pub struct FlowTable<const A: usize> {
     pub res_unacked: Signal<Out, Bits<16>>,
     /// CE marks since the last ACK.
     pub res_ce: Signal<Out, Bits<16>>,
+    /// `ACK_COALESCE`: what [`FlowTable::res_ack_due`] compares the count with.
+    pub coalesce: Signal<In, Bits<32>>,
+    /// `res_unacked` ≥ `coalesce`, registered beside it, so that a user deciding on an ACK
+    /// in the cycle the result arrives selects a flag instead of running a compare.
+    pub res_ack_due: Signal<Out, Bit>,
+    /// `res_unacked` == 1, likewise.
+    pub res_unacked_one: Signal<Out, Bit>,
 
     k_op_init: Constant<Bits<3>>,
     k_op_classify: Constant<Bits<3>>,
@@ -123,6 +130,8 @@ pub struct FlowTable<const A: usize> {
     out_cum: DFF<Bits<24>>,
     out_bitmap: DFF<Bits<256>>,
     out_unacked: DFF<Bits<16>>,
+    out_ack_due: DFF<Bit>,
+    out_unacked_one: DFF<Bit>,
     out_ce: DFF<Bits<16>>,
     // The registers hold the entry at `index` (as the RAM has it).
     cached: DFF<Bit>,
@@ -170,6 +179,9 @@ impl<const A: usize> Default for FlowTable<A> {
             res_bitmap: Default::default(),
             res_unacked: Default::default(),
             res_ce: Default::default(),
+            coalesce: Default::default(),
+            res_ack_due: Default::default(),
+            res_unacked_one: Default::default(),
             k_op_init: Constant::new(OP_INIT.to_bits()),
             k_op_classify: Constant::new(OP_CLASSIFY.to_bits()),
             k_op_accept: Constant::new(OP_ACCEPT.to_bits()),
@@ -200,6 +212,8 @@ impl<const A: usize> Default for FlowTable<A> {
             out_cum: Default::default(),
             out_bitmap: Default::default(),
             out_unacked: Default::default(),
+            out_ack_due: Default::default(),
+            out_unacked_one: Default::default(),
             out_ce: Default::default(),
             cached: Default::default(),
             settle: Default::default(),
@@ -250,6 +264,8 @@ impl<const A: usize> Logic for FlowTable<A> {
             out_cum,
             out_bitmap,
             out_unacked,
+            out_ack_due,
+            out_unacked_one,
             out_ce,
             diff_q,
             group_q,
@@ -480,6 +496,9 @@ impl<const A: usize> Logic for FlowTable<A> {
             self.out_valid.d.next = false;
             self.cached.d.next = false;
         }
+        self.out_ack_due.d.next =
+            bit_cast::<32, 16>(self.out_unacked.d.val()) >= self.coalesce.val();
+        self.out_unacked_one.d.next = self.out_unacked.d.val() == 1_u64;
 
         self.res_valid.next = self.out_valid.q.val();
         self.res_class.next = self.out_class.q.val();
@@ -489,5 +508,7 @@ impl<const A: usize> Logic for FlowTable<A> {
         self.res_bitmap.next = self.out_bitmap.q.val();
         self.res_unacked.next = self.out_unacked.q.val();
         self.res_ce.next = self.out_ce.q.val();
+        self.res_ack_due.next = self.out_ack_due.q.val();
+        self.res_unacked_one.next = self.out_unacked_one.q.val();
     }
 }

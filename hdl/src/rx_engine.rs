@@ -552,7 +552,9 @@ pub struct RxEngine {
     acc_pending: DFF<Bit>,
     acc_wait: DFF<Bit>,
     acc_done: DFF<Bit>,
-    acc_unacked: DFF<Bits<16>>,
+    // The accept result's ACK-policy flags (`FlowTable::res_ack_due`, `res_unacked_one`).
+    acc_due: DFF<Bit>,
+    acc_one: DFF<Bit>,
 
     // Fields of the frame at the head of the FIFO.
     d_flow: Signal<Local, Bits<16>>,
@@ -615,7 +617,8 @@ pub struct RxEngine {
     ack_th: Signal<Local, Bits<384>>,
     cls_distance: Signal<Local, Bits<9>>,
     acc_ready: Signal<Local, Bit>,
-    acc_unacked_v: Signal<Local, Bits<16>>,
+    acc_due_v: Signal<Local, Bit>,
+    acc_one_v: Signal<Local, Bit>,
     after_ack: Signal<Local, St>,
     after_account: Signal<Local, St>,
     cls_class: Signal<Local, Bits<2>>,
@@ -697,11 +700,13 @@ impl Logic for RxEngine {
             acc_pending,
             acc_wait,
             acc_done,
-            acc_unacked
+            acc_due,
+            acc_one
         );
         clock!(self, clock, ft);
         self.k.reset.next = self.reset.val();
         self.ft.reset.next = self.reset.val();
+        self.ft.coalesce.next = self.ack_coalesce.val();
         self.conn_ram.read_clock.next = self.clock.val();
         self.conn_ram.write_clock.next = self.clock.val();
         self.rate_ram.read_clock.next = self.clock.val();
@@ -1090,13 +1095,16 @@ impl Logic for RxEngine {
             }
         }
         self.acc_ready.next = self.acc_done.q.val();
-        self.acc_unacked_v.next = self.acc_unacked.q.val();
+        self.acc_due_v.next = self.acc_due.q.val();
+        self.acc_one_v.next = self.acc_one.q.val();
         if self.acc_wait.q.val() & self.ft.res_valid.val() {
             self.acc_wait.d.next = false;
             self.acc_done.d.next = true;
-            self.acc_unacked.d.next = self.ft.res_unacked.val();
+            self.acc_due.d.next = self.ft.res_ack_due.val();
+            self.acc_one.d.next = self.ft.res_unacked_one.val();
             self.acc_ready.next = true;
-            self.acc_unacked_v.next = self.ft.res_unacked.val();
+            self.acc_due_v.next = self.ft.res_ack_due.val();
+            self.acc_one_v.next = self.ft.res_unacked_one.val();
         }
 
         // ---- The machine.
@@ -1597,8 +1605,7 @@ impl Logic for RxEngine {
                         if self.pr_ack_req.val()
                             | self.d_ce.val()
                             | self.opens_gap.q.val()
-                            | (bit_cast::<32, 16>(self.acc_unacked_v.val())
-                                >= self.ack_coalesce.val())
+                            | self.acc_due_v.val()
                         {
                             // The accept's result is what the ACK reports: build the ACK from it
                             // and clear the flow's pending counters beside (the table is free).
@@ -1638,9 +1645,7 @@ impl Logic for RxEngine {
                                     self.meta.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
                                 self.state.d.next = St::AckSend;
                             }
-                        } else if (self.acc_unacked_v.val() == 1_u64)
-                            & (self.ack_delay.val() != 0_u64)
-                        {
+                        } else if self.acc_one_v.val() & (self.ack_delay.val() != 0_u64) {
                             // The oldest packet the next ACK will cover: start the ACK timer.
                             self.meta.d.next = (self.meta.q.val()
                                 & !(0xFFFF_FFFF_FFFF_FFFF_u64.to_bits::<160>() << 64_u64)

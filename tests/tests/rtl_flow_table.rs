@@ -9,6 +9,20 @@ use ferroce_proto::wire::{FSN_MASK, fsn_add};
 use ferroce_sim::rtl::flow_table::{FlowState, RtlFlowTable};
 use ferroce_tests::Rng;
 
+/// ACK coalescing thresholds the ACK-policy flags are checked against, each for 500
+/// operations in turn (a fixed schedule: the random stream of operations is unchanged).
+const COALESCE: [u32; 8] = [4, 1, 2, 0, 3, 8, 16, 70_000];
+
+/// The result's ACK-policy flags agree with its count.
+fn check_flags(got: &ferroce_sim::rtl::flow_table::FlowResult, coalesce: u32, what: &str) {
+    let u = got.state.unacked;
+    assert_eq!(
+        (got.ack_due, got.unacked_one),
+        (u as u32 >= coalesce, u == 1),
+        "{what}: flags for {u} unacked, threshold {coalesce}"
+    );
+}
+
 /// The model's side, with the counters as the receive path keeps them.
 fn as_state(f: &FlowRxState) -> FlowState {
     FlowState {
@@ -49,6 +63,8 @@ fn random_operation_sequences_match_the_model() {
     }
     let mut counts = [0usize; 3];
     for n in 0..ops {
+        let coalesce = COALESCE[(n / 500) % COALESCE.len()];
+        rtl.set_coalesce(coalesce);
         let k = rng.upto(indices.len() as u64 - 1) as usize;
         let index = indices[k];
         let m = &mut model[k];
@@ -56,12 +72,14 @@ fn random_operation_sequences_match_the_model() {
             0 => {
                 let got = rtl.ack(index);
                 assert_eq!(got.state, as_state(m), "op {n}: ack of flow {index}");
+                check_flags(&got, coalesce, &format!("op {n}: ack"));
                 m.unacked = 0;
                 m.ce_count = 0;
             }
             1 => {
                 let got = rtl.read_entry(index);
                 assert_eq!(got.state, as_state(m), "op {n}: read of flow {index}");
+                check_flags(&got, coalesce, &format!("op {n}: read"));
             }
             2 if rng.upto(49) == 0 => {
                 let cum = rng.next_u32() & FSN_MASK;
@@ -99,6 +117,7 @@ fn random_operation_sequences_match_the_model() {
                             m.accept(distance);
                             m.unacked = m.unacked.saturating_add(1);
                             assert_eq!(got.state, as_state(m), "op {n}: accept {distance}");
+                            check_flags(&got, coalesce, &format!("op {n}: accept"));
                         }
                     }
                 }

@@ -26,6 +26,10 @@ pub struct FlowResult {
     pub class: Option<SackClass>,
     /// The state the operation reports.
     pub state: FlowState,
+    /// `res_ack_due`: the reported unacked count reaches the coalescing threshold.
+    pub ack_due: bool,
+    /// `res_unacked_one`: the reported unacked count is 1.
+    pub unacked_one: bool,
 }
 
 struct Ports {
@@ -46,6 +50,9 @@ struct Ports {
     bitmap: Port,
     unacked: Port,
     res_ce: Port,
+    coalesce: Port,
+    ack_due: Port,
+    unacked_one: Port,
 }
 
 /// The verilated flow table.
@@ -79,6 +86,9 @@ impl RtlFlowTable {
             bitmap: o("res_bitmap")?,
             unacked: o("res_unacked")?,
             res_ce: o("res_ce")?,
+            coalesce: i("coalesce")?,
+            ack_due: o("res_ack_due")?,
+            unacked_one: o("res_unacked_one")?,
         };
         let mut me = RtlFlowTable { rtl, p, cycles: 0 };
         me.rtl.set_u64(me.p.reset, 1);
@@ -86,6 +96,11 @@ impl RtlFlowTable {
         me.tick();
         me.rtl.set_u64(me.p.reset, 0);
         Ok(me)
+    }
+
+    /// Sets the coalescing threshold (`ACK_COALESCE`) the ACK-due flag compares with.
+    pub fn set_coalesce(&mut self, n: u32) {
+        self.rtl.set_u64(self.p.coalesce, n as u64);
     }
 
     /// Cycles simulated so far.
@@ -140,7 +155,12 @@ impl RtlFlowTable {
             },
             _ => SackClass::OutOfWindow,
         });
-        FlowResult { class, state }
+        FlowResult {
+            class,
+            state,
+            ack_due: self.rtl.get_u64(self.p.ack_due) == 1,
+            unacked_one: self.rtl.get_u64(self.p.unacked_one) == 1,
+        }
     }
 
     /// Initialises entry `index` to expect `cum`.
