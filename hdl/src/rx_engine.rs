@@ -497,6 +497,12 @@ pub struct RxEngine {
     rs_done_q: DFF<Bit>,
     rs_same_msg_q: DFF<Bit>,
     rs_conflict_q: DFF<Bit>,
+    // The message's progress with this packet and whether it completes the message,
+    // registered from the slot (loaded in Decide2): Account comes at least two cycles later
+    // (through Place, or through Nak), so it reads flip-flops instead of a 33-bit adder and
+    // compare in front of its decisions.
+    new_done_q: DFF<Bits<33>>,
+    completes_q: DFF<Bit>,
     recv_idx: DFF<Bits<RECV_INDEX_BITS>>,
     slot_idx: DFF<Bits<SLOT_INDEX_BITS>>,
     flow_idx: DFF<Bits<FLOW_BITS>>,
@@ -648,6 +654,8 @@ impl Logic for RxEngine {
             rs_done_q,
             rs_same_msg_q,
             rs_conflict_q,
+            new_done_q,
+            completes_q,
             recv_idx,
             slot_idx,
             flow_idx,
@@ -865,6 +873,8 @@ impl Logic for RxEngine {
         self.m_rd.next = self.meta_ram.read_data.val();
         self.new_slot.next = self.slot.q.val();
         self.new_done.next = self.s_done.val() + self.d_len.val();
+        self.new_done_q.d.next = self.new_done.val();
+        self.completes_q.d.next = self.new_done.val() >= bit_cast::<33, 32>(self.s_msg_len.val());
         self.rg_end.next = bit_cast::<65, 64>(self.rg.val().get_bits::<64>(32))
             + bit_cast::<65, 64>(self.rg.val().get_bits::<64>(96));
         self.va_end.next =
@@ -1539,13 +1549,13 @@ impl Logic for RxEngine {
                     if self.f_account.q.val() {
                         self.new_slot.next = (self.slot.q.val()
                             & !(0x1_FFFF_FFFF_u64.to_bits::<224>() << 128_u64))
-                            | (bit_cast::<224, 33>(self.new_done.val()) << 128_u64);
+                            | (bit_cast::<224, 33>(self.new_done_q.q.val()) << 128_u64);
                         if !self.slot.q.val().get_bit(16) & self.st_some.q.val() {
                             self.new_slot.next = self.new_slot.val()
                                 | (1_u64.to_bits::<224>() << 16_u64)
                                 | (bit_cast::<224, 2>(self.st_code.q.val()) << 17_u64);
                         }
-                        if self.new_done.val() >= bit_cast::<33, 32>(self.s_msg_len.val()) {
+                        if self.completes_q.q.val() {
                             self.new_slot.next = (self.new_slot.val() & !3_u64.to_bits::<224>())
                                 | 2_u64.to_bits::<224>();
                             if (self.s_opcode.val() != self.k.op_write.val())
