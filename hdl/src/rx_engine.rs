@@ -481,11 +481,10 @@ pub struct RxEngine {
     hold: DFF<Bits<2>>,
     conn_addr: DFF<Bits<CONN_BITS>>,
     region_addr: DFF<Bits<REGION_BITS>>,
-    // The region entry and both ends of the access, registered the cycle after the region
-    // read arrives (Decide1), so that Decide2's bounds checks start from registers and not
-    // from a block RAM output through two 64-bit adders.
+    // The region entry, registered the cycle after its read arrives (Decide1), for Decide2's
+    // key and access checks; the access's end, registered from the frame's fields, for the
+    // bounds flags below.
     rg_q: DFF<Bits<160>>,
-    rg_end_q: DFF<Bits<65>>,
     va_end_q: DFF<Bits<65>>,
     // The receive-buffer and message-slot checks, registered the same way: the reads arrive
     // in Decide1 and Decide2 decides from these flags instead of from the block RAM outputs
@@ -494,6 +493,10 @@ pub struct RxEngine {
     rb_short_q: DFF<Bit>,
     rb_place_q: DFF<Bits<64>>,
     rs_active_q: DFF<Bit>,
+    cs_a: Signal<Local, Bits<67>>,
+    cs_b: Signal<Local, Bits<67>>,
+    cs_c: Signal<Local, Bits<67>>,
+    cs_x: Signal<Local, Bits<67>>,
     rs_done_q: DFF<Bit>,
     rs_same_msg_q: DFF<Bit>,
     rs_conflict_q: DFF<Bit>,
@@ -503,6 +506,11 @@ pub struct RxEngine {
     // compare in front of its decisions.
     new_done_q: DFF<Bits<33>>,
     completes_q: DFF<Bit>,
+    // The region bounds checks as flags, from the region read as it arrives (Decide1): below
+    // the base, and past the end by a carry-save form of `va + len > base + length` (one
+    // carry chain after the block RAM instead of an adder and a compare).
+    rg_below_q: DFF<Bit>,
+    rg_over_q: DFF<Bit>,
     recv_idx: DFF<Bits<RECV_INDEX_BITS>>,
     slot_idx: DFF<Bits<SLOT_INDEX_BITS>>,
     flow_idx: DFF<Bits<FLOW_BITS>>,
@@ -600,7 +608,6 @@ pub struct RxEngine {
     rs: Signal<Local, Bits<224>>,
     rb_w: Signal<Local, Bits<160>>,
     rg: Signal<Local, Bits<160>>,
-    rg_end: Signal<Local, Bits<65>>,
     va_end: Signal<Local, Bits<65>>,
     m_rd: Signal<Local, Bits<160>>,
     due: Signal<Local, Bits<64>>,
@@ -645,7 +652,6 @@ impl Logic for RxEngine {
             conn_addr,
             region_addr,
             rg_q,
-            rg_end_q,
             va_end_q,
             rb_refused_q,
             rb_short_q,
@@ -656,6 +662,8 @@ impl Logic for RxEngine {
             rs_conflict_q,
             new_done_q,
             completes_q,
+            rg_below_q,
+            rg_over_q,
             recv_idx,
             slot_idx,
             flow_idx,
@@ -875,13 +883,24 @@ impl Logic for RxEngine {
         self.new_done.next = self.s_done.val() + self.d_len.val();
         self.new_done_q.d.next = self.new_done.val();
         self.completes_q.d.next = self.new_done.val() >= bit_cast::<33, 32>(self.s_msg_len.val());
-        self.rg_end.next = bit_cast::<65, 64>(self.rg.val().get_bits::<64>(32))
-            + bit_cast::<65, 64>(self.rg.val().get_bits::<64>(96));
         self.va_end.next =
             bit_cast::<65, 64>(self.d_va.val()) + bit_cast::<65, 33>(self.d_len.val());
         self.rg_q.d.next = self.rg.val();
-        self.rg_end_q.d.next = self.rg_end.val();
         self.va_end_q.d.next = self.va_end.val();
+        self.rg_below_q.d.next = bit_cast::<65, 64>(self.d_va.val())
+            < bit_cast::<65, 64>(self.rg.val().get_bits::<64>(32));
+        // x = end − base − length − 1 over 67 bits, from a 3:2 compressor and one adder; the
+        // access runs past the region exactly when x ≥ 0.
+        self.cs_a.next = bit_cast::<67, 65>(self.va_end_q.q.val());
+        self.cs_b.next = !bit_cast::<67, 64>(self.rg.val().get_bits::<64>(32));
+        self.cs_c.next = !bit_cast::<67, 64>(self.rg.val().get_bits::<64>(96));
+        self.cs_x.next = (self.cs_a.val() ^ self.cs_b.val() ^ self.cs_c.val())
+            + (((self.cs_a.val() & self.cs_b.val())
+                | (self.cs_a.val() & self.cs_c.val())
+                | (self.cs_b.val() & self.cs_c.val()))
+                << 1_u64)
+            + 1_u64;
+        self.rg_over_q.d.next = !self.cs_x.val().get_bit(66);
         self.rb_refused_q.d.next = !self.d_is_write.val()
             & (!self.rb_w.val().get_bit(0)
                 | (self.rb_w.val().get_bits::<32>(32) != self.d_ssn.val()));
@@ -1454,10 +1473,7 @@ impl Logic for RxEngine {
                                 == 0_u64
                             {
                                 self.verdict.d.next = self.k.c_denied.val();
-                            } else if (bit_cast::<65, 64>(self.d_va.val())
-                                < bit_cast::<65, 64>(self.rg_q.q.val().get_bits::<64>(32)))
-                                | (self.va_end_q.q.val() > self.rg_end_q.q.val())
-                            {
+                            } else if self.rg_below_q.q.val() | self.rg_over_q.q.val() {
                                 self.verdict.d.next = self.k.c_oob.val();
                             } else {
                                 self.f_place.d.next = true;

@@ -20,8 +20,13 @@ fn tool(name: &str) -> Option<()> {
     panic!("{name} is not installed: run `cargo xtask test`, which installs it");
 }
 
-fn generated() -> Vec<(String, PathBuf)> {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("verilog");
+/// Every block's Verilog, written into a directory of the calling test's own: the tests run
+/// in parallel, and one rewriting a file while a tool of another reads it makes that tool see
+/// a truncated file.
+fn generated(test: &str) -> Vec<(String, PathBuf)> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("verilog")
+        .join(test);
     std::fs::create_dir_all(&dir).unwrap();
     ferroce_hdl::verilog::all()
         .into_iter()
@@ -49,7 +54,7 @@ fn run(cmd: &mut Command) -> String {
 #[test]
 fn verilator_lint_is_clean_apart_from_the_waived_classes() {
     let Some(()) = tool("verilator") else { return };
-    for (name, path) in generated() {
+    for (name, path) in generated("lint") {
         let text = run(Command::new("verilator")
             .args(["--lint-only", "-Wall", "--top-module", "top"])
             .args(ferroce_hdl::verilog::lint_waiver_flags())
@@ -61,7 +66,7 @@ fn verilator_lint_is_clean_apart_from_the_waived_classes() {
 #[test]
 fn icarus_verilog_compiles_every_block() {
     let Some(()) = tool("iverilog") else { return };
-    for (_, path) in generated() {
+    for (_, path) in generated("icarus") {
         let out = path.with_extension("vvp");
         run(Command::new("iverilog")
             .args(["-g2012", "-o"])
@@ -75,7 +80,7 @@ fn yosys_synthesises_for_ecp5_without_latches_or_loops() {
     let Some(()) = tool("yosys") else { return };
     // The NIC core contains every other block; synthesising the blocks again on their own
     // would only repeat the same modules (minutes of CI for nothing).
-    let tops: Vec<_> = generated()
+    let tops: Vec<_> = generated("yosys")
         .into_iter()
         .filter(|(n, _)| n == "nic")
         .collect();

@@ -397,12 +397,16 @@ impl Traffic {
                     if !clean && r.chance(0.1) {
                         va = reg.base + reg.length - 10;
                     }
-                    // A packet of an open message that runs past the region's end: its slot is
-                    // in order, so the bounds check (not a slot check) must refuse it.
+                    // A packet of an open message that runs past the region's end, or ends
+                    // exactly at it: its slot is in order, so the bounds check (not a slot
+                    // check) decides, refusing the first and placing the second.
                     if clean && r.chance(0.03) {
-                        va = reg.base + reg.length - len as u64 / 2;
-                        if len < 2 {
-                            va = reg.base + reg.length + 8;
+                        va = reg.base + reg.length - len as u64;
+                        if r.chance(0.5) {
+                            va = reg.base + reg.length - len as u64 / 2;
+                            if len < 2 {
+                                va = reg.base + reg.length + 8;
+                            }
                         }
                     }
                     RethRepr { va, rkey }
