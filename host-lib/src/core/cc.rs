@@ -212,6 +212,16 @@ impl EcnAimd {
         }
     }
 
+    /// Divides `path`'s window by `by` (never below the minimum) and notes the cut.
+    fn cut_window(&mut self, now: u64, path: usize, by: f64) {
+        let min = self.min_cwnd();
+        if let Some(p) = self.paths.get_mut(path) {
+            p.cwnd = (p.cwnd / by).max(min);
+            p.last_cut = now;
+        }
+        self.recompute_rates();
+    }
+
     fn recompute_rates(&mut self) {
         let gain = self.cfg.pacing_gain;
         let mut sum = 0.0;
@@ -352,12 +362,7 @@ impl CongestionController for EcnAimd {
     }
 
     fn on_timeout(&mut self, now: u64, path: usize) {
-        let min = self.min_cwnd();
-        if let Some(p) = self.paths.get_mut(path) {
-            p.cwnd = (p.cwnd / 2.0).max(min);
-            p.last_cut = now;
-        }
-        self.recompute_rates();
+        self.cut_window(now, path, 2.0);
     }
 
     /// A quarter of the window: the path joins a port a sibling's window already fills, and
@@ -365,12 +370,7 @@ impl CongestionController for EcnAimd {
     /// timeout) still overflowed the surviving planes' queues in `ferroce experiment
     /// failure` (see `docs/fabric.md`, "Link state").
     fn on_port_lost(&mut self, now: u64, path: usize) {
-        let min = self.min_cwnd();
-        if let Some(p) = self.paths.get_mut(path) {
-            p.cwnd = (p.cwnd / 4.0).max(min);
-            p.last_cut = now;
-        }
-        self.recompute_rates();
+        self.cut_window(now, path, 4.0);
     }
 
     fn on_rate_hint(&mut self, now: u64, mbps: u32) {

@@ -1560,21 +1560,7 @@ impl Connection {
             if newly & (1 << left) == 0 {
                 continue;
             }
-            let f = &mut self.flows[fi];
-            let mut queued = 0u64;
-            for i in 0..f.ring.len() {
-                let p = &mut f.ring[i];
-                if p.state == PktState::InFlight {
-                    p.state = PktState::Queued;
-                    p.cause = CAUSE_LOSS;
-                    f.inflight_bytes = f
-                        .inflight_bytes
-                        .saturating_sub(p.len as u64 + HEADER_BYTES as u64);
-                    let seq = f.base + i as u64;
-                    f.retx.push_back(seq);
-                    queued += 1;
-                }
-            }
+            let queued = self.requeue_in_flight(fi, u64::MAX);
             self.stats.retx_link_down += queued;
             self.cc.on_port_lost(now, fi);
             let port = self.next_port(fi, now);
@@ -1771,12 +1757,9 @@ impl Connection {
 }
 
 impl Connection {
-    /// Declares lost every packet of flow `fi` in flight since `cutoff` or earlier and handles
-    /// it as a timeout of the flow's path: the resends go first, the flow backs off, moves to
-    /// a new entropy (and plane) after `same_entropy_retries`, and may be declared dead. Returns
-    /// false, changing nothing, when no packet is that old.
-    fn expire_flow(&mut self, now: u64, fi: usize, cutoff: u64, rto: u64, silent: bool) -> bool {
-        let max_rto = self.cfg.max_rto_ns;
+    /// Queues for resending, as lost, every packet of flow `fi` in flight since `cutoff` or
+    /// earlier; returns how many.
+    fn requeue_in_flight(&mut self, fi: usize, cutoff: u64) -> u64 {
         let f = &mut self.flows[fi];
         let mut queued = 0u64;
         for i in 0..f.ring.len() {
@@ -1792,6 +1775,16 @@ impl Connection {
                 queued += 1;
             }
         }
+        queued
+    }
+
+    /// Declares lost every packet of flow `fi` in flight since `cutoff` or earlier and handles
+    /// it as a timeout of the flow's path: the resends go first, the flow backs off, moves to
+    /// a new entropy (and plane) after `same_entropy_retries`, and may be declared dead. Returns
+    /// false, changing nothing, when no packet is that old.
+    fn expire_flow(&mut self, now: u64, fi: usize, cutoff: u64, rto: u64, silent: bool) -> bool {
+        let max_rto = self.cfg.max_rto_ns;
+        let queued = self.requeue_in_flight(fi, cutoff);
         if queued == 0 {
             return false;
         }
@@ -1803,6 +1796,7 @@ impl Connection {
             self.stats.retx_timeout += queued;
         }
         self.path[fi].timeouts += 1;
+        let f = &mut self.flows[fi];
         f.consecutive_timeouts += 1;
         f.timeouts_on_entropy += 1;
         f.backoff += 1;

@@ -461,15 +461,19 @@ mod tests {
         assert_eq!(fab.stats.packet_events, 2 * 2 + 2 * 4);
     }
 
-    #[test]
-    fn down_link_drops_and_plane_failure() {
-        let cfg = TopologyConfig {
+    /// Two hosts on one leaf of each of two planes.
+    fn two_hosts_on_two_planes() -> Network {
+        Network::leaf_spine(&TopologyConfig {
             hosts: 2,
             hosts_per_leaf: 2,
             planes: 2,
             ..Default::default()
-        };
-        let net = Network::leaf_spine(&cfg);
+        })
+    }
+
+    #[test]
+    fn down_link_drops_and_plane_failure() {
+        let net = two_hosts_on_two_planes();
         let mut fab = Fabric::new(net, vec![Probe::default(), Probe::default()]);
         fab.schedule(Failure {
             at: 0,
@@ -489,13 +493,7 @@ mod tests {
 
     #[test]
     fn a_host_port_link_is_up_only_while_both_directions_are() {
-        let cfg = TopologyConfig {
-            hosts: 2,
-            hosts_per_leaf: 2,
-            planes: 2,
-            ..Default::default()
-        };
-        let net = Network::leaf_spine(&cfg);
+        let net = two_hosts_on_two_planes();
         // The direction from the leaf into host 1's port 1.
         let into_1 = net
             .links
