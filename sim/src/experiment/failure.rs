@@ -88,24 +88,26 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
             "ferroce, spine links only",
         ),
     ];
-    for (k, (stack, target, name)) in cases.into_iter().enumerate() {
-        let sc = Scenario {
-            topo: o.topology(hosts, planes),
-            wl: wl.clone(),
-            loss: vec![],
-            failures: vec![Failure {
-                at: fail_at,
-                target,
-                down: true,
-            }],
-            trace: Some((bin, None)),
-            limit: ((ideal_us * 50.0) as Ps * 1_000_000).max(30_000_000 * PS_PER_NS),
-        };
-        let label = name.to_string();
-        let r = super::run(stack, &sc, &o, &mut |x| {
-            progress(&label, (k as f64 + x) / cases.len() as f64)
-        })?;
-        account(&mut report, &r);
+    let jobs: Vec<Job> = cases
+        .iter()
+        .map(|&(stack, target, name)| {
+            let sc = Scenario {
+                topo: o.topology(hosts, planes),
+                wl: wl.clone(),
+                loss: vec![],
+                failures: vec![Failure {
+                    at: fail_at,
+                    target,
+                    down: true,
+                }],
+                trace: Some((bin, None)),
+                limit: ((ideal_us * 50.0) as Ps * 1_000_000).max(30_000_000 * PS_PER_NS),
+            };
+            Job::new(stack, sc, &o, name.to_string())
+        })
+        .collect();
+    let outcomes = run_all(&mut report, &jobs, &o, progress)?;
+    for ((stack, _, name), r) in cases.into_iter().zip(&outcomes) {
         let tr = r.trace.clone().unwrap_or(ArrivalTrace {
             bin,
             total: vec![],

@@ -145,12 +145,13 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
             points: vec![],
         },
     ];
-    let total = (ns.len() * 2) as f64;
-    let mut k = 0.0;
     let mut worst_conv: Option<(u32, f64, f64, f64)> = None;
     let mut all_converged = true;
     let mut late = Vec::new();
     let mut never = Vec::new();
+    // Every run first; then the table from their outcomes.
+    let mut cases = Vec::new();
+    let mut jobs = Vec::new();
     for &n in &ns {
         let hosts = n + 1;
         let senders: Vec<u32> = (1..=n).collect();
@@ -186,79 +187,81 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
                 limit: ((ideal * 100.0) as Ps * 1_000_000).max(50_000_000 * PS_PER_NS),
             };
             let label = format!("{} N={n}", stack.name());
-            let base = k;
-            let r = super::run(stack, &sc, opts, &mut |x| {
-                progress(&label, (base + x) / total)
-            })?;
-            k += 1.0;
-            account(&mut report, &r);
-            let (st, fair) = match &r.trace {
-                Some(tr) => {
-                    // The bins start at the bin holding the workload start.
-                    let origin = r.start / bin * bin;
-                    let first_done = senders
-                        .iter()
-                        .enumerate()
-                        .map(|(i, _)| r.arrival[i])
-                        .filter(|&t| t > 0)
-                        .min()
-                        .unwrap_or(r.end);
-                    let end_bin = (first_done.saturating_sub(origin) / bin) as usize;
-                    let st = settling(&tr.by_src, &senders, window_bins, end_bin, fair_bytes);
-                    // Bytes per sender until the first sender's message arrived.
-                    let mut per = vec![0f64; senders.len()];
-                    for row in tr.by_src.iter().take(end_bin.max(1)) {
-                        for (i, &s) in senders.iter().enumerate() {
-                            per[i] += row.get(s as usize).copied().unwrap_or(0) as f64;
-                        }
+            jobs.push(Job::new(stack, sc, opts, label));
+            cases.push((n, stack, ideal, window_bins, window_rtts, fair_bytes));
+        }
+    }
+    let outcomes = run_all(&mut report, &jobs, opts, progress)?;
+    for ((n, stack, ideal, window_bins, window_rtts, fair_bytes), r) in
+        cases.into_iter().zip(&outcomes)
+    {
+        let senders: Vec<u32> = (1..=n).collect();
+        let (st, fair) = match &r.trace {
+            Some(tr) => {
+                // The bins start at the bin holding the workload start.
+                let origin = r.start / bin * bin;
+                let first_done = senders
+                    .iter()
+                    .enumerate()
+                    .map(|(i, _)| r.arrival[i])
+                    .filter(|&t| t > 0)
+                    .min()
+                    .unwrap_or(r.end);
+                let end_bin = (first_done.saturating_sub(origin) / bin) as usize;
+                let st = settling(&tr.by_src, &senders, window_bins, end_bin, fair_bytes);
+                // Bytes per sender until the first sender's message arrived.
+                let mut per = vec![0f64; senders.len()];
+                for row in tr.by_src.iter().take(end_bin.max(1)) {
+                    for (i, &s) in senders.iter().enumerate() {
+                        per[i] += row.get(s as usize).copied().unwrap_or(0) as f64;
                     }
-                    (st, jain(&per))
                 }
-                None => (None, 0.0),
-            };
-            let rtts = |k: usize| (k - st.map_or(0, |s| s.first)) as f64 / BINS_PER_RTT as f64;
-            let settled = st.and_then(|s| s.settled).map(rtts);
-            let first_fair = st.and_then(|s| s.first_fair).map(rtts);
-            if stack == Stack::Ferroce {
-                match settled {
-                    Some(c) => {
-                        if worst_conv.is_none_or(|w| c > w.1) {
-                            worst_conv = Some((n, c, fair, window_rtts));
-                        }
-                        if fair < 0.95 {
-                            all_converged = false;
-                        }
-                        if c > 2.0 {
-                            late.push(n);
-                        }
+                (st, jain(&per))
+            }
+            None => (None, 0.0),
+        };
+        let rtts = |k: usize| (k - st.map_or(0, |s| s.first)) as f64 / BINS_PER_RTT as f64;
+        let settled = st.and_then(|s| s.settled).map(rtts);
+        let first_fair = st.and_then(|s| s.first_fair).map(rtts);
+        if stack == Stack::Ferroce {
+            match settled {
+                Some(c) => {
+                    if worst_conv.is_none_or(|w| c > w.1) {
+                        worst_conv = Some((n, c, fair, window_rtts));
                     }
-                    None => {
+                    if fair < 0.95 {
                         all_converged = false;
-                        never.push(n);
                     }
+                    if c > 2.0 {
+                        late.push(n);
+                    }
+                }
+                None => {
+                    all_converged = false;
+                    never.push(n);
                 }
             }
-            let dur = r.duration_us();
-            series[(stack == Stack::Roce) as usize]
-                .points
-                .push((n as f64, dur / ideal));
-            report.table.push(vec![
-                n.to_string(),
-                stack.name().into(),
-                f(window_rtts, 1),
-                settled.map_or("never".into(), |c| f(c, 1)),
-                first_fair.map_or("never".into(), |c| f(c, 1)),
-                f(fair, 3),
-                f(r.max_queue as f64 / 1e3, 1),
-                r.drops_marks.0.to_string(),
-                r.resent.to_string(),
-                r.timeouts.to_string(),
-                f(dur, 1),
-                f(ideal, 1),
-                f(r.app.bytes_verified as f64 / 1e6, 1),
-                r.done_cell(),
-            ]);
         }
+        let dur = r.duration_us();
+        series[(stack == Stack::Roce) as usize]
+            .points
+            .push((n as f64, dur / ideal));
+        report.table.push(vec![
+            n.to_string(),
+            stack.name().into(),
+            f(window_rtts, 1),
+            settled.map_or("never".into(), |c| f(c, 1)),
+            first_fair.map_or("never".into(), |c| f(c, 1)),
+            f(fair, 3),
+            f(r.max_queue as f64 / 1e3, 1),
+            r.drops_marks.0.to_string(),
+            r.resent.to_string(),
+            r.timeouts.to_string(),
+            f(dur, 1),
+            f(ideal, 1),
+            f(r.app.bytes_verified as f64 / 1e6, 1),
+            r.done_cell(),
+        ]);
     }
     report.plot.series = series.to_vec();
     report.targets.push(Target {

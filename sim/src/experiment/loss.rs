@@ -83,16 +83,11 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
         },
         ..Default::default()
     };
-    let total_runs = (models.len() * pts.len() * 2) as f64;
-    let mut done_runs = 0.0;
-    let mut at_1pct = None;
-    let mut at_10pct = None;
+    // Every run first, in the order the table lists them; then the table from their outcomes.
+    let mut cases = Vec::new();
+    let mut jobs = Vec::new();
     for model in models {
         for stack in [Stack::Ferroce, Stack::Roce] {
-            let mut series = Series {
-                name: format!("{} {model}", stack.name()),
-                points: Vec::new(),
-            };
             for &p in &pts {
                 if model != "random" && p == 0.0 {
                     continue;
@@ -125,46 +120,55 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
                     limit: ((ideal_time * 200.0 * 1e12) as Ps).max(20_000_000 * PS_PER_NS),
                 };
                 let label = format!("{} {model} p={p}", stack.name());
-                let base = done_runs;
-                let r = super::run(stack, &sc, &o, &mut |x| {
-                    progress(&label, (base + x) / total_runs)
-                })?;
-                done_runs += 1.0;
-                account(&mut report, &r);
-                let g = r.goodput_gbps();
-                let e2e = if model == "random" || model == "bursty" {
-                    p
-                } else {
-                    0.0
-                };
-                let ideal = (1.0 - e2e) * r.efficiency;
-                let frac = g / (pairs as f64 * line);
-                let of_ideal = if ideal > 0.0 { frac / ideal } else { 0.0 };
-                if stack == Stack::Ferroce && model == "random" {
-                    if (p - 0.01).abs() < 1e-12 {
-                        at_1pct = Some((of_ideal, frac, r.finished));
-                    }
-                    if (p - 0.1).abs() < 1e-12 {
-                        at_10pct = Some((of_ideal, frac, r.finished));
-                    }
-                }
-                report.table.push(vec![
-                    model.into(),
-                    format!("{p}"),
-                    stack.name().into(),
-                    f(g, 2),
-                    f(frac, 3),
-                    f(ideal, 3),
-                    f(of_ideal * 100.0, 1),
-                    r.resent.to_string(),
-                    r.timeouts.to_string(),
-                    r.repaths.to_string(),
-                    f(r.app.bytes_verified as f64 / 1e6, 1),
-                    r.done_cell(),
-                ]);
-                series.points.push((p, frac));
+                cases.push((model, stack, p));
+                jobs.push(Job::new(stack, sc, &o, label));
             }
-            report.plot.series.push(series);
+        }
+    }
+    let outcomes = run_all(&mut report, &jobs, &o, progress)?;
+    let mut at_1pct = None;
+    let mut at_10pct = None;
+    for ((model, stack, p), r) in cases.into_iter().zip(&outcomes) {
+        let name = format!("{} {model}", stack.name());
+        if report.plot.series.last().is_none_or(|s| s.name != name) {
+            report.plot.series.push(Series {
+                name,
+                points: Vec::new(),
+            });
+        }
+        let g = r.goodput_gbps();
+        let e2e = if model == "random" || model == "bursty" {
+            p
+        } else {
+            0.0
+        };
+        let ideal = (1.0 - e2e) * r.efficiency;
+        let frac = g / (pairs as f64 * line);
+        let of_ideal = if ideal > 0.0 { frac / ideal } else { 0.0 };
+        if stack == Stack::Ferroce && model == "random" {
+            if (p - 0.01).abs() < 1e-12 {
+                at_1pct = Some((of_ideal, frac, r.finished));
+            }
+            if (p - 0.1).abs() < 1e-12 {
+                at_10pct = Some((of_ideal, frac, r.finished));
+            }
+        }
+        report.table.push(vec![
+            model.into(),
+            format!("{p}"),
+            stack.name().into(),
+            f(g, 2),
+            f(frac, 3),
+            f(ideal, 3),
+            f(of_ideal * 100.0, 1),
+            r.resent.to_string(),
+            r.timeouts.to_string(),
+            r.repaths.to_string(),
+            f(r.app.bytes_verified as f64 / 1e6, 1),
+            r.done_cell(),
+        ]);
+        if let Some(series) = report.plot.series.last_mut() {
+            series.points.push((p, frac));
         }
     }
     if let Some((x, frac, fin)) = at_1pct {

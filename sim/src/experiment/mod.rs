@@ -31,6 +31,8 @@ use crate::roce::{DATA_HEADERS, RoceConfig, RoceHost, RoceStats};
 use ferroce::TransportConfig;
 pub use report::{Plot, Report, Series, Table, Target};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::Instant;
 
 /// Why an experiment could not run.
@@ -153,6 +155,10 @@ pub struct Options {
     pub same_entropy_retries: u32,
     /// NIC backend of the ferroce hosts.
     pub backend: BackendKind,
+    /// Runs simulated at once, each on its own thread (1: one after the other on the calling
+    /// thread). Every run is deterministic on its own, so results do not depend on it. The
+    /// RTL backend always runs one at a time.
+    pub jobs: usize,
     /// Seed.
     pub seed: u64,
     /// Small variant for CI.
@@ -202,6 +208,7 @@ impl Default for Options {
             congestion_repath: false,
             nic_timer_wake: true,
             backend: BackendKind::Model,
+            jobs: 1,
             seed: 1,
             quick: false,
             hosts: None,
@@ -728,11 +735,140 @@ pub fn run(
     }
 }
 
+/// One run of an experiment: a scenario on one transport, under the options it runs with.
+pub struct Job {
+    /// Transport.
+    pub stack: Stack,
+    /// What to simulate.
+    pub sc: Scenario,
+    /// Options of this run.
+    pub opts: Options,
+    /// What the progress line shows while it runs.
+    pub label: String,
+}
+
+impl Job {
+    /// A job under a copy of `opts`.
+    pub fn new(stack: Stack, sc: Scenario, opts: &Options, label: String) -> Self {
+        Job {
+            stack,
+            sc,
+            opts: opts.clone(),
+            label,
+        }
+    }
+}
+
+/// What a worker thread tells the thread that reports progress.
+enum JobMsg {
+    Progress(usize, f64),
+    Done(usize, Box<Result<Outcome, ExperimentError>>),
+}
+
+/// Runs independent jobs, up to `threads` at once (`Options::jobs`; the RTL backend one at a
+/// time), and returns their outcomes in job order with the wall-clock seconds they took
+/// together. `progress` gets the label of the job that last advanced and the fraction of all
+/// jobs done. The first failing job in job order decides the error; no new job starts after
+/// a failure.
+pub fn run_jobs(
+    jobs: &[Job],
+    threads: usize,
+    progress: &mut dyn FnMut(&str, f64),
+) -> Result<(Vec<Outcome>, f64), ExperimentError> {
+    let t0 = Instant::now();
+    let n = jobs.len();
+    let rtl = jobs.iter().any(|j| j.opts.backend != BackendKind::Model);
+    let threads = if rtl { 1 } else { threads.clamp(1, n.max(1)) };
+    let mut done = vec![0.0; n];
+    let mut results: Vec<Option<Result<Outcome, ExperimentError>>> = (0..n).map(|_| None).collect();
+    if threads == 1 {
+        for (i, j) in jobs.iter().enumerate() {
+            let r = run(j.stack, &j.sc, &j.opts, &mut |x| {
+                done[i] = x;
+                progress(&j.label, done.iter().sum::<f64>() / n as f64)
+            })?;
+            done[i] = 1.0;
+            results[i] = Some(Ok(r));
+        }
+    } else {
+        let next = AtomicUsize::new(0);
+        let (tx, rx) = mpsc::channel();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                let (tx, next) = (tx.clone(), &next);
+                s.spawn(move || {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(j) = jobs.get(i) else { break };
+                        let r = run(j.stack, &j.sc, &j.opts, &mut |x| {
+                            let _ = tx.send(JobMsg::Progress(i, x));
+                        });
+                        if r.is_err() {
+                            next.store(n, Ordering::Relaxed);
+                        }
+                        let _ = tx.send(JobMsg::Done(i, Box::new(r)));
+                    }
+                });
+            }
+            drop(tx);
+            for m in rx {
+                let i = match m {
+                    JobMsg::Progress(i, x) => {
+                        done[i] = x;
+                        i
+                    }
+                    JobMsg::Done(i, r) => {
+                        done[i] = 1.0;
+                        results[i] = Some(*r);
+                        i
+                    }
+                };
+                progress(&jobs[i].label, done.iter().sum::<f64>() / n as f64);
+            }
+        });
+    }
+    // A failure stops new jobs from starting, so the first error in job order is returned.
+    let mut out = Vec::with_capacity(n);
+    for r in results.into_iter().flatten() {
+        out.push(r?);
+    }
+    if out.len() < n {
+        return Err(ExperimentError::Setup(format!(
+            "{} of {n} runs did not complete",
+            n - out.len()
+        )));
+    }
+    Ok((out, t0.elapsed().as_secs_f64()))
+}
+
+/// Runs an experiment's jobs ([`run_jobs`] on `Options::jobs` threads) and adds their totals
+/// and wall-clock time to `report`.
+pub fn run_all(
+    report: &mut Report,
+    jobs: &[Job],
+    opts: &Options,
+    progress: &mut dyn FnMut(&str, f64),
+) -> Result<Vec<Outcome>, ExperimentError> {
+    let rtl = opts.backend != BackendKind::Model;
+    let threads = if rtl {
+        1
+    } else {
+        opts.jobs.clamp(1, jobs.len().max(1))
+    };
+    let (outcomes, wall) = run_jobs(jobs, threads, progress)?;
+    for o in &outcomes {
+        account(report, o);
+    }
+    report.wall_s += wall;
+    report.threads = report.threads.max(threads);
+    Ok(outcomes)
+}
+
 /// Adds a run's totals to a report.
 pub fn account(r: &mut Report, o: &Outcome) {
     r.packet_events += o.fabric.packet_events;
     r.events += o.events;
-    r.wall_s += o.wall_s;
+    r.thread_s += o.wall_s;
     if o.stack == Stack::Roce {
         r.baseline_events_wall.0 += o.fabric.packet_events;
         r.baseline_events_wall.1 += o.wall_s;
@@ -842,5 +978,33 @@ mod run_tests {
             let c = run(stack, &sc2, &o2, &mut |_| {}).unwrap();
             assert_ne!((a.end, a.events), (c.end, c.events), "{stack:?}");
         }
+    }
+
+    /// Runs on two threads give the outcomes of the same runs one after the other, in job
+    /// order, and progress reaches 1.
+    #[test]
+    fn jobs_on_threads_give_the_same_outcomes_in_job_order() {
+        let jobs: Vec<Job> = [(Stack::Ferroce, 5), (Stack::Roce, 5), (Stack::Ferroce, 6)]
+            .into_iter()
+            .map(|(stack, seed)| {
+                let (sc, o) = scenario(seed);
+                Job::new(stack, sc, &o, format!("{stack:?} {seed}"))
+            })
+            .collect();
+        let mut last = 0.0;
+        let (one, _) = run_jobs(&jobs, 1, &mut |_, x| last = x).unwrap();
+        assert!((last - 1.0).abs() < 1e-9);
+        last = 0.0;
+        let (two, _) = run_jobs(&jobs, 2, &mut |_, x| last = x).unwrap();
+        assert!((last - 1.0).abs() < 1e-9);
+        assert_eq!(one.len(), 3);
+        for (a, b) in one.iter().zip(&two) {
+            assert_eq!(a.stack, b.stack);
+            assert_eq!((a.end, a.events, a.resent), (b.end, b.events, b.resent));
+            assert_eq!(a.arrival, b.arrival);
+            assert_eq!(a.fabric, b.fabric);
+        }
+        assert_ne!(one[0].end, one[2].end, "the seeds differ, so do the runs");
+        assert_eq!(two[1].stack, Stack::Roce);
     }
 }

@@ -124,8 +124,26 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
         },
         ..Default::default()
     };
-    let total = (ps.len() * 2) as f64;
-    let mut k = 0.0;
+    // Every run first; then the table from their outcomes, in the same order.
+    let mut jobs = Vec::new();
+    for stack in [Stack::Ferroce, Stack::Roce] {
+        for &p in &ps {
+            let line = p as f64 * opts.link_gbps;
+            let ideal_us = (hosts - 1) as f64 * per_pair as f64 * 8.0 / (line * 1e3);
+            let sc = Scenario {
+                topo: opts.topology(hosts, p),
+                wl: wl.clone(),
+                loss: vec![],
+                failures: vec![],
+                trace: None,
+                limit: ((ideal_us * 200.0) as Ps * 1_000_000).max(50_000_000 * PS_PER_NS),
+            };
+            let label = format!("{} {p} plane(s)", stack.name());
+            jobs.push(Job::new(stack, sc, opts, label));
+        }
+    }
+    let outcomes = run_all(&mut report, &jobs, opts, progress)?;
+    let mut outcomes = outcomes.iter();
     let mut scale8: Option<(f64, f64, bool)> = None;
     let mut one_share = None;
     for stack in [Stack::Ferroce, Stack::Roce] {
@@ -141,21 +159,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
         for &p in &ps {
             let line = p as f64 * opts.link_gbps;
             let ideal_us = (hosts - 1) as f64 * per_pair as f64 * 8.0 / (line * 1e3);
-            let sc = Scenario {
-                topo: opts.topology(hosts, p),
-                wl: wl.clone(),
-                loss: vec![],
-                failures: vec![],
-                trace: None,
-                limit: ((ideal_us * 200.0) as Ps * 1_000_000).max(50_000_000 * PS_PER_NS),
-            };
-            let label = format!("{} {p} plane(s)", stack.name());
-            let base = k;
-            let r = super::run(stack, &sc, opts, &mut |x| {
-                progress(&label, (base + x) / total)
-            })?;
-            k += 1.0;
-            account(&mut report, &r);
+            let Some(r) = outcomes.next() else { break };
             let thr = r.goodput_gbps();
             // The steady-state window, absolute.
             let bound = (ideal_us * 1e6) as Ps;
