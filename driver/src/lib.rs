@@ -73,6 +73,20 @@ pub trait Nic {
     fn write_dma(&mut self, iova: u64, data: &[u8]) -> Result<(), NicError>;
     /// Copies DMA memory at `iova` into `buf` (the host CPU reading).
     fn read_dma(&mut self, iova: u64, buf: &mut [u8]) -> Result<(), NicError>;
+    /// Hands `len` bytes of DMA memory at `iova` to `f` (the host CPU reading them in place,
+    /// e.g. to check a received message). The default copies them out with
+    /// [`Nic::read_dma`] first; simulated memory lends them without a copy.
+    fn inspect_dma(
+        &mut self,
+        iova: u64,
+        len: usize,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), NicError> {
+        let mut buf = vec![0; len];
+        self.read_dma(iova, &mut buf)?;
+        f(&buf);
+        Ok(())
+    }
     /// Lets the NIC run up to time `now_ns`: a simulated NIC fetches descriptors and writes
     /// events; real hardware runs by itself and ignores this.
     fn poll(&mut self, now_ns: u64);

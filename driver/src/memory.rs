@@ -102,6 +102,12 @@ impl SimMemory {
         buf.get_mut(off..end)
     }
 
+    /// Host memory at `iova` in place (the CPU side), or why not.
+    pub fn host_view(&self, iova: u64, len: usize) -> Result<&[u8], crate::NicError> {
+        self.view(iova, len)
+            .ok_or(crate::NicError::BadDmaAddress { addr: iova, len })
+    }
+
     /// Reads host memory (the CPU side).
     pub fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
         match self.find(addr, buf.len()) {

@@ -43,6 +43,16 @@ impl Nic for ModelNic {
         self.memory.host_read(iova, buf)
     }
 
+    fn inspect_dma(
+        &mut self,
+        iova: u64,
+        len: usize,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), NicError> {
+        f(self.memory.host_view(iova, len)?);
+        Ok(())
+    }
+
     fn poll(&mut self, now_ns: u64) {
         self.fast_path.set_time(now_ns);
         self.fast_path.service_rings(&mut self.memory);

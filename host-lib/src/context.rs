@@ -858,6 +858,21 @@ impl<N: Nic> Context<N> {
         Ok(())
     }
 
+    /// Hands `len` bytes of `mr` from `offset` to `f`, in place where the NIC's memory allows
+    /// (simulated NICs), else through a copy: reading a received message without copying it.
+    pub fn inspect_mr(
+        &mut self,
+        mr: &MemoryRegion,
+        offset: u64,
+        len: usize,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<()> {
+        let mr = self.find_mr(mr.lkey())?;
+        let addr = Self::check_range(&mr, offset, len)?;
+        self.dev.nic().inspect_dma(addr, len, f)?;
+        Ok(())
+    }
+
     /// Creates a completion queue sized for `capacity` completions.
     pub fn create_cq(&mut self, capacity: usize) -> Result<Cq> {
         if capacity == 0 {

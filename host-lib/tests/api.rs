@@ -49,6 +49,16 @@ fn regions_check_keys_bounds_and_rights() {
     let mut b = [0u8; 96];
     c.read_mr(&mr, 4000, &mut b).unwrap();
     assert_eq!(b, [1; 96]);
+    // In place, the same bytes and the same bounds.
+    let mut seen = Vec::new();
+    c.inspect_mr(&mr, 3999, 97, &mut |bytes| seen = bytes.to_vec())
+        .unwrap();
+    assert_eq!(seen[0], 0);
+    assert_eq!(seen[1..], [1; 96]);
+    assert!(matches!(
+        c.inspect_mr(&mr, 4000, 97, &mut |_| panic!("out of bounds")),
+        Err(Error::LocalRangeOutOfBounds { .. })
+    ));
     // The PD is in use.
     assert_eq!(c.dealloc_pd(pd), Err(Error::Busy));
     c.dereg_mr(&mr).unwrap();

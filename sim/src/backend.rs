@@ -97,6 +97,18 @@ impl Nic for AnyNic {
         }
     }
 
+    fn inspect_dma(
+        &mut self,
+        iova: u64,
+        len: usize,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), NicError> {
+        match self {
+            AnyNic::Model(n) => n.inspect_dma(iova, len, f),
+            AnyNic::Rtl(n) => n.inspect_dma(iova, len, f),
+        }
+    }
+
     fn poll(&mut self, now_ns: u64) {
         match self {
             AnyNic::Model(n) => n.poll(now_ns),

@@ -115,7 +115,7 @@ pub struct FerroceHost {
     /// The application.
     pub app: App,
     wcs: Vec<WorkCompletion>,
-    buf: Vec<u8>,
+
     /// Library errors (`progress` failing), each also an application-visible error.
     pub lib_errors: u64,
     /// Largest payload+header frame seen leaving (wire bytes): gives the header overhead.
@@ -226,7 +226,6 @@ impl FerroceHost {
             wl,
             crcs,
             wcs: Vec::new(),
-            buf: Vec::new(),
             lib_errors: 0,
             max_frame_wire: 0,
             poll_interval: cfg.poll_interval_ps,
@@ -421,15 +420,14 @@ impl FerroceHost {
         if msg.dst != self.host {
             return false;
         }
-        self.buf.resize(msg.bytes as usize, 0);
-        if self
-            .ctx
-            .read_mr(&dst, self.wl.dst_off[m as usize], &mut self.buf)
-            .is_err()
-        {
-            return false;
-        }
-        crc32fast::hash(&self.buf) == self.crcs[m as usize]
+        let mut crc = None;
+        let read = self.ctx.inspect_mr(
+            &dst,
+            self.wl.dst_off[m as usize],
+            msg.bytes as usize,
+            &mut |bytes| crc = Some(crc32fast::hash(bytes)),
+        );
+        read.is_ok() && crc == Some(self.crcs[m as usize])
     }
 
     /// Address and rkey of this host's destination region (what peers write to), exchanged

@@ -615,6 +615,16 @@ impl Nic for RtlNic {
         self.memory.host_read(iova, buf)
     }
 
+    fn inspect_dma(
+        &mut self,
+        iova: u64,
+        len: usize,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), NicError> {
+        f(self.memory.host_view(iova, len)?);
+        Ok(())
+    }
+
     fn poll(&mut self, now_ns: u64) {
         self.now_ns = self.now_ns.max(now_ns);
         self.io.set(self.p.now, self.now_ns);
