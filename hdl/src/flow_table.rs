@@ -28,6 +28,9 @@
 
 use rust_hdl::prelude::*;
 
+// The classification below tests `distance > 256` bit by bit.
+const _: () = assert!(ferroce_proto::wire::SACK_BITS == 256);
+
 /// Operation: initialise an entry.
 pub const OP_INIT: u64 = 0;
 /// Operation: classify an arriving FSN.
@@ -107,7 +110,7 @@ pub struct FlowTable<const A: usize> {
     k_dup: Constant<Bits<2>>,
     k_new: Constant<Bits<2>>,
     k_oow: Constant<Bits<2>>,
-    k_window: Constant<Bits<24>>,
+
     ram: RAM<Bits<320>, A>,
     phase: DFF<Phase>,
     op: DFF<Bits<3>>,
@@ -145,6 +148,13 @@ pub struct FlowTable<const A: usize> {
     r_unacked: Signal<Local, Bits<16>>,
     r_ce: Signal<Local, Bits<16>>,
     diff: Signal<Local, Bits<24>>,
+    /// The bitmap one and two places up (bit `d` = bitmap bit `d − 1` / `d − 2`), so the
+    /// classification selects by the distance itself instead of through a subtraction.
+    seen_at: Signal<Local, Bits<258>>,
+    seen_below: Signal<Local, Bits<258>>,
+    /// Distance bits 22..9 all zero, bits 7..0 all zero: the window compares as flat logic.
+    diff_hi_zero: Signal<Local, Bit>,
+    diff_lo_zero: Signal<Local, Bit>,
     group_full: Signal<Local, Bits<16>>,
     group_zero: Signal<Local, Bits<4>>,
     first_group: Signal<Local, Bits<5>>,
@@ -189,7 +199,6 @@ impl<const A: usize> Default for FlowTable<A> {
             k_dup: Constant::new(CLASS_DUPLICATE.to_bits()),
             k_new: Constant::new(CLASS_NEW.to_bits()),
             k_oow: Constant::new(CLASS_OUT_OF_WINDOW.to_bits()),
-            k_window: Constant::new((ferroce_proto::wire::SACK_BITS as u64).to_bits()),
             ram: Default::default(),
             phase: Default::default(),
             op: Default::default(),
@@ -224,6 +233,10 @@ impl<const A: usize> Default for FlowTable<A> {
             r_unacked: Default::default(),
             r_ce: Default::default(),
             diff: Default::default(),
+            seen_at: Default::default(),
+            seen_below: Default::default(),
+            diff_hi_zero: Default::default(),
+            diff_lo_zero: Default::default(),
             group_full: Default::default(),
             group_zero: Default::default(),
             first_group: Default::default(),
@@ -294,6 +307,10 @@ impl<const A: usize> Logic for FlowTable<A> {
         self.next_unacked.next = self.unacked.q.val();
         self.next_ce.next = self.ce_count.q.val();
         self.diff.next = self.fsn.q.val() - self.r_cum.val();
+        self.seen_at.next = bit_cast::<258, 256>(self.bitmap.q.val()) << 1_u64;
+        self.seen_below.next = bit_cast::<258, 256>(self.bitmap.q.val()) << 2_u64;
+        self.diff_hi_zero.next = self.diff_q.q.val().get_bits::<14>(9) == 0_u64;
+        self.diff_lo_zero.next = self.diff_q.q.val().get_bits::<8>(0) == 0_u64;
         self.ce_next.next = self.ce_count.q.val();
         if self.ce.q.val() & (self.ce_count.q.val() != 0xFFFF_u64) {
             self.ce_next.next = self.ce_count.q.val() + 1_u64;
@@ -401,28 +418,30 @@ impl<const A: usize> Logic for FlowTable<A> {
                     self.next_unacked.next = self.unacked.q.val();
                     self.next_ce.next = self.ce_next.val();
                     self.out_ce.d.next = self.ce_next.val();
+                    // SACK_BITS (256) is a power of two: `diff > 256` and `diff == 0` as
+                    // flat logic on the distance's bits, no carry chain.
                     if self.diff_q.q.val().get_bit(23) {
                         self.out_class.d.next = self.k_dup.val();
-                    } else if self.diff_q.q.val() > self.k_window.val() {
+                    } else if !self.diff_hi_zero.val()
+                        | (self.diff_q.q.val().get_bit(8) & !self.diff_lo_zero.val())
+                    {
                         self.out_class.d.next = self.k_oow.val();
-                    } else if self.diff_q.q.val() == 0_u64 {
+                    } else if !self.diff_q.q.val().get_bit(8) & self.diff_lo_zero.val() {
                         self.out_class.d.next = self.k_new.val();
                     } else if self
-                        .bitmap
-                        .q
+                        .seen_at
                         .val()
-                        .get_bit((self.diff_q.q.val() - 1_u64).index())
+                        .get_bit(self.diff_q.q.val().get_bits::<9>(0).index())
                     {
                         self.out_class.d.next = self.k_dup.val();
                     } else {
                         self.out_class.d.next = self.k_new.val();
                         self.out_distance.d.next = self.diff_q.q.val().get_bits::<9>(0);
-                        self.out_gap.d.next = (self.diff_q.q.val() == 1_u64)
-                            | !self
-                                .bitmap
-                                .q
-                                .val()
-                                .get_bit((self.diff_q.q.val() - 2_u64).index());
+                        // Distance 1 selects the zero shifted in: a gap, as it should be.
+                        self.out_gap.d.next = !self
+                            .seen_below
+                            .val()
+                            .get_bit(self.diff_q.q.val().get_bits::<9>(0).index());
                     }
                 } else if self.op.q.val() == self.k_op_ack.val() {
                     self.write_back.next = true;
