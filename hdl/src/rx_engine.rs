@@ -269,6 +269,7 @@ enum St {
     Finish,
     ScanRead,
     ScanCheck,
+    ScanDecide,
     ScanConn,
     ScanWb,
     ScanNext,
@@ -556,6 +557,17 @@ pub struct RxEngine {
     reset_i: DFF<Bits<5>>,
     ctx_q: DFF<Bits<TAG_BITS>>,
     tc_status_q: DFF<Bits<4>>,
+    /// The offered table command's checks and table decode, registered every cycle from the
+    /// held command (it is stable from `tc_valid` to `tc_done`), so that TblStart and the
+    /// states after it decide from flip-flops instead of from the register block's outputs.
+    tc_ok_q: DFF<Bit>,
+    tc_idx_ok_q: DFF<Bit>,
+    tc_region_q: DFF<Bit>,
+    tc_conn_q: DFF<Bit>,
+    tc_rate_q: DFF<Bit>,
+    tc_recv_q: DFF<Bit>,
+    tc_flow_q: DFF<Bit>,
+    tc_tag_reset_q: DFF<Bit>,
     tc_rdata_q: DFF<Bits<512>>,
     a_th_q: DFF<Bits<384>>,
     a_psn_q: DFF<Bits<24>>,
@@ -638,6 +650,12 @@ pub struct RxEngine {
     meta_fresh: Signal<Local, Bits<160>>,
     meta_fresh_refused: Signal<Local, Bits<160>>,
     take_frame: Signal<Local, Bit>,
+    /// Timer scan, from the registered metadata: the flow's ACK deadline, whether it is armed
+    /// and due, whether it is armed and earlier than the earliest seen, and that earliest.
+    scan_deadline: Signal<Local, Bits<64>>,
+    scan_due: Signal<Local, Bit>,
+    scan_earlier: Signal<Local, Bit>,
+    scan_min: Signal<Local, Bits<64>>,
     ack_ece: Signal<Local, Bit>,
 }
 
@@ -706,6 +724,14 @@ impl Logic for RxEngine {
             reset_i,
             ctx_q,
             tc_status_q,
+            tc_ok_q,
+            tc_idx_ok_q,
+            tc_region_q,
+            tc_conn_q,
+            tc_rate_q,
+            tc_recv_q,
+            tc_flow_q,
+            tc_tag_reset_q,
             tc_rdata_q,
             a_th_q,
             a_psn_q,
@@ -1030,6 +1056,14 @@ impl Logic for RxEngine {
         {
             self.idx_ok.next = true;
         }
+        self.tc_ok_q.d.next = self.tbl_ok.val();
+        self.tc_idx_ok_q.d.next = self.idx_ok.val();
+        self.tc_region_q.d.next = self.tc_table.val() == self.k.t_region.val();
+        self.tc_conn_q.d.next = self.tc_table.val() == self.k.t_conn.val();
+        self.tc_rate_q.d.next = self.tc_table.val() == self.k.t_rate.val();
+        self.tc_recv_q.d.next = self.tc_table.val() == self.k.t_recv.val();
+        self.tc_flow_q.d.next = self.tc_table.val() == self.k.t_flow.val();
+        self.tc_tag_reset_q.d.next = self.tc_table.val() == self.k.t_tag_reset.val();
         // ConnectionEntry word 0, normalised as from_words/to_words do (the TCI only when tagged).
         self.conn_w0.next = self.tw.val().get_bits::<32>(0) & 0x3F07_u64;
         if self.tw.val().get_bit(2) {
@@ -1134,6 +1168,16 @@ impl Logic for RxEngine {
             self.acc_ready.next = true;
             self.acc_due_v.next = self.ft.res_ack_due.val();
             self.acc_one_v.next = self.ft.res_unacked_one.val();
+        }
+
+        self.scan_deadline.next = self.meta.q.val().get_bits::<64>(64);
+        self.scan_due.next =
+            self.meta.q.val().get_bit(128) & (self.scan_deadline.val() <= self.now_ns.val());
+        self.scan_earlier.next =
+            self.meta.q.val().get_bit(128) & (self.scan_deadline.val() < self.min_next.q.val());
+        self.scan_min.next = self.min_next.q.val();
+        if self.scan_earlier.val() {
+            self.scan_min.next = self.scan_deadline.val();
         }
 
         // ---- The machine.
@@ -1785,6 +1829,8 @@ impl Logic for RxEngine {
                     self.state.d.next = St::ScanCheck;
                 }
                 St::ScanCheck => {
+                    // The metadata is registered here and decided on in ScanDecide, so that no
+                    // compare hangs off the block RAM's output.
                     self.meta.d.next = self.m_rd.val();
                     self.meta_old_armed.d.next = self.m_rd.val().get_bit(128);
                     self.conn_addr.d.next = self.m_rd.val().get_bits::<CONN_BITS>(136);
@@ -1792,13 +1838,22 @@ impl Logic for RxEngine {
                     self.ack_port.d.next = self.m_rd.val().get_bits::<PORT_BITS>(129);
                     self.ack_ts.d.next = self.m_rd.val().get_bits::<32>(32);
                     self.ack_flow.d.next = self.m_rd.val().get_bits::<16>(144);
-                    self.state.d.next = St::ScanNext;
-                    if self.m_rd.val().get_bit(128) {
-                        if self.m_rd.val().get_bits::<64>(64) <= self.now_ns.val() {
-                            self.hold.d.next = 1.into();
-                            self.state.d.next = St::ScanConn;
-                        } else if self.m_rd.val().get_bits::<64>(64) < self.min_next.q.val() {
-                            self.min_next.d.next = self.m_rd.val().get_bits::<64>(64);
+                    self.state.d.next = St::ScanDecide;
+                }
+                St::ScanDecide => {
+                    // The connection entry read (address loaded in ScanCheck) arrives in the
+                    // next cycle, in ScanConn. A flow not due goes on as ScanNext would, with
+                    // the earliest deadline including its own.
+                    if self.scan_due.val() {
+                        self.state.d.next = St::ScanConn;
+                    } else {
+                        self.min_next.d.next = self.scan_min.val();
+                        if self.scan_idx.q.val() == self.k.flows_last.val() {
+                            self.min_due.d.next = self.scan_min.val();
+                            self.state.d.next = St::Idle;
+                        } else {
+                            self.scan_idx.d.next = self.scan_idx.q.val() + 1_u64;
+                            self.state.d.next = St::ScanRead;
                         }
                     }
                 }
@@ -1845,12 +1900,12 @@ impl Logic for RxEngine {
                     self.flow_idx.d.next = self.tc_index.val().get_bits::<FLOW_BITS>(0);
                     self.ctx_q.d.next = self.tc_index.val().get_bits::<TAG_BITS>(0);
                     self.reset_i.d.next = 0.into();
-                    if !self.tbl_ok.val() {
+                    if !self.tc_ok_q.q.val() {
                         self.tc_status_q.d.next = self.k.ts_bad_table.val();
-                    } else if !self.idx_ok.val() {
+                    } else if !self.tc_idx_ok_q.q.val() {
                         self.tc_status_q.d.next = self.k.ts_bad_index.val();
                     } else if self.tc_write.val() {
-                        if self.tc_table.val() == self.k.t_region.val() {
+                        if self.tc_region_q.q.val() {
                             self.region_ram.write_enable.next = true;
                             self.region_ram.write_data.next = (bit_cast::<160, 32>(
                                 self.tw.val().get_bits::<32>(0) & 0xFF_FF01_u64,
@@ -1858,7 +1913,7 @@ impl Logic for RxEngine {
                                 self.tw.val().get_bits::<128>(32),
                             ) << 32_u64);
                         }
-                        if self.tc_table.val() == self.k.t_conn.val() {
+                        if self.tc_conn_q.q.val() {
                             self.conn_ram.write_enable.next = true;
                             self.conn_ram.write_data.next = bit_cast::<448, 32>(self.conn_w0.val())
                                 | (bit_cast::<448, 24>(self.tw.val().get_bits::<24>(32)) << 32_u64)
@@ -1872,11 +1927,11 @@ impl Logic for RxEngine {
                             self.rate_ram.write_enable.next = true;
                             self.rate_ram.write_data.next = self.tw.val().get_bits::<32>(448);
                         }
-                        if self.tc_table.val() == self.k.t_rate.val() {
+                        if self.tc_rate_q.q.val() {
                             self.rate_ram.write_enable.next = true;
                             self.rate_ram.write_data.next = self.tw.val().get_bits::<32>(0);
                         }
-                        if self.tc_table.val() == self.k.t_recv.val() {
+                        if self.tc_recv_q.q.val() {
                             self.recv_ram.write_address.next =
                                 self.tc_index.val().get_bits::<RECV_INDEX_BITS>(0);
                             self.recv_ram.write_enable.next = true;
@@ -1885,14 +1940,14 @@ impl Logic for RxEngine {
                                     | (bit_cast::<160, 128>(self.tw.val().get_bits::<128>(32))
                                         << 32_u64);
                         }
-                        if self.tc_table.val() == self.k.t_flow.val() {
+                        if self.tc_flow_q.q.val() {
                             self.hold.d.next = 1.into();
                             self.state.d.next = St::TblFlowMeta;
                         }
-                        if self.tc_table.val() == self.k.t_tag_reset.val() {
+                        if self.tc_tag_reset_q.q.val() {
                             self.state.d.next = St::TblReset;
                         }
-                    } else if self.tc_table.val() == self.k.t_tag_reset.val() {
+                    } else if self.tc_tag_reset_q.q.val() {
                         self.tc_status_q.d.next = self.k.ts_not_readable.val();
                     } else {
                         self.hold.d.next = 1.into();
@@ -1901,20 +1956,20 @@ impl Logic for RxEngine {
                 }
                 St::TblRead => {
                     self.state.d.next = St::TblDone;
-                    if self.tc_table.val() == self.k.t_region.val() {
+                    if self.tc_region_q.q.val() {
                         self.tc_rdata_q.d.next = bit_cast::<512, 160>(self.rg.val());
                     }
-                    if self.tc_table.val() == self.k.t_conn.val() {
+                    if self.tc_conn_q.q.val() {
                         self.tc_rdata_q.d.next = bit_cast::<512, 448>(self.rc.val())
                             | (bit_cast::<512, 32>(self.rate_ram.read_data.val()) << 448_u64);
                     }
-                    if self.tc_table.val() == self.k.t_rate.val() {
+                    if self.tc_rate_q.q.val() {
                         self.tc_rdata_q.d.next = bit_cast::<512, 32>(self.rate_ram.read_data.val());
                     }
-                    if self.tc_table.val() == self.k.t_recv.val() {
+                    if self.tc_recv_q.q.val() {
                         self.tc_rdata_q.d.next = bit_cast::<512, 160>(self.rb_w.val());
                     }
-                    if self.tc_table.val() == self.k.t_flow.val() {
+                    if self.tc_flow_q.q.val() {
                         self.ft.cmd_valid.next = true;
                         self.ft.cmd_op.next = self.k.ft_read.val();
                         self.state.d.next = St::TblRead;
