@@ -270,6 +270,7 @@ enum St {
     ScanRead,
     ScanCheck,
     ScanDecide,
+    ScanOwn,
     ScanConn,
     ScanWb,
     ScanNext,
@@ -1858,12 +1859,16 @@ impl Logic for RxEngine {
                     }
                 }
                 St::ScanConn => {
+                    // Registered here, decided on in ScanOwn (no compare off the block RAM).
                     self.conn.d.next = self.rc.val();
                     self.rate.d.next = self.rate_ram.read_data.val();
+                    self.state.d.next = St::ScanOwn;
+                }
+                St::ScanOwn => {
                     // Only while the flow still belongs to the connection that armed it.
-                    if self.rc.val().get_bit(0)
-                        & (self.ack_flow.q.val() < self.rc.val().get_bits::<16>(80))
-                        & ((bit_cast::<17, 16>(self.rc.val().get_bits::<16>(64))
+                    if self.conn.q.val().get_bit(0)
+                        & (self.ack_flow.q.val() < self.conn.q.val().get_bits::<16>(80))
+                        & ((bit_cast::<17, 16>(self.conn.q.val().get_bits::<16>(64))
                             + bit_cast::<17, 16>(self.ack_flow.q.val()))
                             == bit_cast::<17, 13>(self.scan_idx.q.val()))
                     {
