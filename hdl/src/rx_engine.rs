@@ -1238,17 +1238,20 @@ impl Logic for RxEngine {
                     self.acc_pending.d.next = false;
                     self.acc_wait.d.next = false;
                     self.acc_done.d.next = false;
+                    // Loaded in every Idle cycle, whatever is decided below: only the scan
+                    // reads these two and only a frame this address (table commands and scans
+                    // load it again), so their enables do not wait for the timer compare.
+                    self.scan_idx.d.next = 0.into();
+                    self.min_next.d.next = 0xFFFF_FFFF_FFFF_FFFF_u64.into();
+                    self.conn_addr.d.next = self.pr_dest_conn.val().get_bits::<CONN_BITS>(0);
                     if self.tc_valid.val() {
                         self.state.d.next = St::TblStart;
                     } else if (self.armed_count.q.val() != 0_u64)
                         & (self.now_ns.val() >= self.min_due.q.val())
                     {
                         self.scanning.d.next = true;
-                        self.scan_idx.d.next = 0.into();
-                        self.min_next.d.next = 0xFFFF_FFFF_FFFF_FFFF_u64.into();
                         self.state.d.next = St::ScanRead;
                     } else if self.take_frame.val() {
-                        self.conn_addr.d.next = self.pr_dest_conn.val().get_bits::<CONN_BITS>(0);
                         self.cnt_valid.next = true;
                         self.cnt_index.next = self.k.c_rx_frames.val();
                         // The frame's own checks; its connection entry arrives in ConnChk.
