@@ -49,6 +49,7 @@ fn random_operation_sequences_match_the_model() {
         20_000
     };
     let indices = [0u32, 1, 511, 1023];
+    rtl.set_idle_indices(&indices);
     let mut rng = Rng::new(0xf10e);
     let mut model: Vec<FlowRxState> = Vec::new();
     for &i in &indices {

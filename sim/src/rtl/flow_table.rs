@@ -60,6 +60,11 @@ pub struct RtlFlowTable {
     rtl: Rtl,
     p: Ports,
     cycles: u64,
+    /// Drives the command fields with noise while no command is offered (xorshift state): a
+    /// design that reads them then is caught.
+    noise: u64,
+    /// Indices the idle bus shows (see [`RtlFlowTable::set_idle_indices`]).
+    idle_indices: Vec<u32>,
 }
 
 impl RtlFlowTable {
@@ -90,7 +95,13 @@ impl RtlFlowTable {
             ack_due: o("res_ack_due")?,
             unacked_one: o("res_unacked_one")?,
         };
-        let mut me = RtlFlowTable { rtl, p, cycles: 0 };
+        let mut me = RtlFlowTable {
+            rtl,
+            p,
+            cycles: 0,
+            noise: 0x2545_F491_4F6C_DD1D,
+            idle_indices: Vec::new(),
+        };
         me.rtl.set_u64(me.p.reset, 1);
         me.tick();
         me.tick();
@@ -116,9 +127,46 @@ impl RtlFlowTable {
         self.rtl.eval();
     }
 
+    /// While no command is offered, the index field shows one of `indices` (chosen at random
+    /// each cycle) instead of noise, as a real requester's bus shows the flows it works on: a
+    /// table that took the index without a command would then find false cache hits. Also
+    /// leaves 0 to 2 idle cycles before each command (so cycle counts are not the bench's).
+    pub fn set_idle_indices(&mut self, indices: &[u32]) {
+        self.idle_indices = indices.to_vec();
+    }
+
+    /// Puts noise on the command fields (no command offered).
+    fn scramble(&mut self) {
+        for port in [
+            self.p.op,
+            self.p.index,
+            self.p.fsn,
+            self.p.ce,
+            self.p.distance,
+        ] {
+            self.noise ^= self.noise << 13;
+            self.noise ^= self.noise >> 7;
+            self.noise ^= self.noise << 17;
+            // The port's own width keeps what fits.
+            self.rtl.set_u64(port, self.noise);
+        }
+        if !self.idle_indices.is_empty() {
+            let i = self.idle_indices[(self.noise >> 40) as usize % self.idle_indices.len()];
+            self.rtl.set_u64(self.p.index, i as u64);
+        }
+    }
+
     fn op(&mut self, op: u64, index: u32, fsn: u32, ce: bool, distance: u32) -> FlowResult {
         while self.rtl.get_u64(self.p.ready) == 0 {
+            self.scramble();
             self.tick();
+        }
+        if !self.idle_indices.is_empty() {
+            // Idle cycles with no command but a plausible bus, 0 to 2 of them.
+            for _ in 0..(self.noise >> 20) % 3 {
+                self.scramble();
+                self.tick();
+            }
         }
         self.rtl.set_u64(self.p.op, op);
         self.rtl.set_u64(self.p.index, index as u64);
@@ -129,6 +177,7 @@ impl RtlFlowTable {
         self.tick();
         self.rtl.set_u64(self.p.valid, 0);
         for _ in 0..16 {
+            self.scramble();
             self.tick();
             if self.rtl.get_u64(self.p.res_valid) == 1 {
                 return self.read(op);
