@@ -360,19 +360,15 @@ impl<const A: usize> Logic for FlowTable<A> {
         match self.phase.q.val() {
             Phase::Idle => {
                 self.cmd_ready.next = true;
-                // The command's fields load in every Idle cycle, offered or not (they are read
-                // only after a command is taken), so that their enables do not wait for the
-                // engine's `cmd_valid`, which comes late in its cycle. Not the index: it names
-                // the entry the registers cache.
-                self.op.d.next = self.cmd_op.val();
-                self.fsn.d.next = self.cmd_fsn.val();
-                self.ce.d.next = self.cmd_ce.val();
-                self.distance.d.next = self.cmd_distance.val();
-                self.diff_q.d.next = self.cmd_fsn.val() - self.cum.q.val();
                 if self.cmd_valid.val() {
+                    self.op.d.next = self.cmd_op.val();
                     self.index.d.next = self.cmd_index.val();
+                    self.fsn.d.next = self.cmd_fsn.val();
+                    self.ce.d.next = self.cmd_ce.val();
+                    self.distance.d.next = self.cmd_distance.val();
                     if self.hit.val() {
                         // The registers hold this entry already.
+                        self.diff_q.d.next = self.cmd_fsn.val() - self.cum.q.val();
                         self.phase.d.next = Phase::Exec;
                         if self.cmd_op.val() == self.k_op_accept.val() {
                             self.phase.d.next = Phase::Run;
