@@ -765,6 +765,16 @@ enum JobMsg {
     Done(usize, Box<Result<Outcome, ExperimentError>>),
 }
 
+/// Threads `run_jobs` uses for `jobs` when asked for `requested`: at least one, no more than
+/// the jobs, and one with the RTL backend.
+fn threads_for(jobs: &[Job], requested: usize) -> usize {
+    if jobs.iter().any(|j| j.opts.backend != BackendKind::Model) {
+        1
+    } else {
+        requested.clamp(1, jobs.len().max(1))
+    }
+}
+
 /// Runs independent jobs, up to `threads` at once (`Options::jobs`; the RTL backend one at a
 /// time), and returns their outcomes in job order with the wall-clock seconds they took
 /// together. `progress` gets the label of the job that last advanced and the fraction of all
@@ -777,8 +787,7 @@ pub fn run_jobs(
 ) -> Result<(Vec<Outcome>, f64), ExperimentError> {
     let t0 = Instant::now();
     let n = jobs.len();
-    let rtl = jobs.iter().any(|j| j.opts.backend != BackendKind::Model);
-    let threads = if rtl { 1 } else { threads.clamp(1, n.max(1)) };
+    let threads = threads_for(jobs, threads);
     let mut done = vec![0.0; n];
     let mut results: Vec<Option<Result<Outcome, ExperimentError>>> = (0..n).map(|_| None).collect();
     if threads == 1 {
@@ -849,18 +858,12 @@ pub fn run_all(
     opts: &Options,
     progress: &mut dyn FnMut(&str, f64),
 ) -> Result<Vec<Outcome>, ExperimentError> {
-    let rtl = opts.backend != BackendKind::Model;
-    let threads = if rtl {
-        1
-    } else {
-        opts.jobs.clamp(1, jobs.len().max(1))
-    };
-    let (outcomes, wall) = run_jobs(jobs, threads, progress)?;
+    let (outcomes, wall) = run_jobs(jobs, opts.jobs, progress)?;
     for o in &outcomes {
         account(report, o);
     }
     report.wall_s += wall;
-    report.threads = report.threads.max(threads);
+    report.threads = report.threads.max(threads_for(jobs, opts.jobs));
     Ok(outcomes)
 }
 

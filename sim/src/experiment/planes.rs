@@ -125,11 +125,18 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
         ..Default::default()
     };
     // Every run first; then the table from their outcomes, in the same order.
+    // Per plane count: line rate of a host (Gb/s) and the bandwidth bound (µs).
+    let bound_at = |p: u8| {
+        let line = p as f64 * opts.link_gbps;
+        (
+            line,
+            (hosts - 1) as f64 * per_pair as f64 * 8.0 / (line * 1e3),
+        )
+    };
     let mut jobs = Vec::new();
     for stack in [Stack::Ferroce, Stack::Roce] {
         for &p in &ps {
-            let line = p as f64 * opts.link_gbps;
-            let ideal_us = (hosts - 1) as f64 * per_pair as f64 * 8.0 / (line * 1e3);
+            let (_, ideal_us) = bound_at(p);
             let sc = Scenario {
                 topo: opts.topology(hosts, p),
                 wl: wl.clone(),
@@ -157,8 +164,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
             points: vec![],
         };
         for &p in &ps {
-            let line = p as f64 * opts.link_gbps;
-            let ideal_us = (hosts - 1) as f64 * per_pair as f64 * 8.0 / (line * 1e3);
+            let (line, ideal_us) = bound_at(p);
             let Some(r) = outcomes.next() else { break };
             let thr = r.goodput_gbps();
             // The steady-state window, absolute.

@@ -115,7 +115,6 @@ pub struct FerroceHost {
     /// The application.
     pub app: App,
     wcs: Vec<WorkCompletion>,
-
     /// Library errors (`progress` failing), each also an application-visible error.
     pub lib_errors: u64,
     /// Largest payload+header frame seen leaving (wire bytes): gives the header overhead.

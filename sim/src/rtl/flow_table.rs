@@ -4,6 +4,7 @@ use super::{
     FLOW_CLASS_DUPLICATE, FLOW_CLASS_NEW, FLOW_OP_ACCEPT, FLOW_OP_ACK, FLOW_OP_CLASSIFY,
     FLOW_OP_INIT, FLOW_OP_READ, Port, Rtl, RtlError,
 };
+use crate::rng::Rng;
 use ferroce_proto::model::sack::SackClass;
 
 /// A flow's state as the block reports it.
@@ -60,9 +61,9 @@ pub struct RtlFlowTable {
     rtl: Rtl,
     p: Ports,
     cycles: u64,
-    /// Drives the command fields with noise while no command is offered (xorshift state): a
-    /// design that reads them then is caught.
-    noise: u64,
+    /// Drives the command fields with noise while no command is offered: a design that reads
+    /// them then is caught.
+    noise: Rng,
     /// Indices the idle bus shows (see [`RtlFlowTable::set_idle_indices`]).
     idle_indices: Vec<u32>,
 }
@@ -99,7 +100,7 @@ impl RtlFlowTable {
             rtl,
             p,
             cycles: 0,
-            noise: 0x2545_F491_4F6C_DD1D,
+            noise: Rng::new(0x2545_F491_4F6C_DD1D),
             idle_indices: Vec::new(),
         };
         me.rtl.set_u64(me.p.reset, 1);
@@ -144,14 +145,13 @@ impl RtlFlowTable {
             self.p.ce,
             self.p.distance,
         ] {
-            self.noise ^= self.noise << 13;
-            self.noise ^= self.noise >> 7;
-            self.noise ^= self.noise << 17;
             // The port's own width keeps what fits.
-            self.rtl.set_u64(port, self.noise);
+            let v = self.noise.next_u64();
+            self.rtl.set_u64(port, v);
         }
         if !self.idle_indices.is_empty() {
-            let i = self.idle_indices[(self.noise >> 40) as usize % self.idle_indices.len()];
+            let k = self.noise.below(self.idle_indices.len() as u64) as usize;
+            let i = self.idle_indices[k];
             self.rtl.set_u64(self.p.index, i as u64);
         }
     }
@@ -163,7 +163,7 @@ impl RtlFlowTable {
         }
         if !self.idle_indices.is_empty() {
             // Idle cycles with no command but a plausible bus, 0 to 2 of them.
-            for _ in 0..(self.noise >> 20) % 3 {
+            for _ in 0..self.noise.upto(2) {
                 self.scramble();
                 self.tick();
             }
