@@ -243,28 +243,23 @@ impl Logic for NicCore {
 
         // Parse results, packed (offsets: see the unpacking below).
         self.results.write.next = self.parser.out_valid.val();
-        // Packed only when written: a simulator then skips the 817-bit assembly in the other
-        // cycles (synthesis only gains an AND in front of the FIFO's write data).
-        self.results.data_in.next = 0.into();
-        if self.parser.out_valid.val() {
-            self.results.data_in.next = bit_cast::<RES_BITS, 4>(self.parser.out_error.val())
-                | (bit_cast::<RES_BITS, 1>(self.parser.out_vlan.val().into()) << 4_u64)
-                | (bit_cast::<RES_BITS, 16>(self.parser.out_vlan_tci.val()) << 5_u64)
-                | (bit_cast::<RES_BITS, 48>(self.parser.out_src_mac.val()) << 21_u64)
-                | (bit_cast::<RES_BITS, 1>(self.parser.out_ipv6.val().into()) << 69_u64)
-                | (bit_cast::<RES_BITS, 128>(self.parser.out_src_ip.val()) << 70_u64)
-                | (bit_cast::<RES_BITS, 128>(self.parser.out_dst_ip.val()) << 198_u64)
-                | (bit_cast::<RES_BITS, 2>(self.parser.out_ecn.val()) << 326_u64)
-                | (bit_cast::<RES_BITS, 16>(self.parser.out_src_port.val()) << 328_u64)
-                | (bit_cast::<RES_BITS, 8>(self.parser.out_opcode.val()) << 344_u64)
-                | (bit_cast::<RES_BITS, 1>(self.parser.out_ack_req.val().into()) << 352_u64)
-                | (bit_cast::<RES_BITS, 24>(self.parser.out_dest_conn.val()) << 353_u64)
-                | (bit_cast::<RES_BITS, 24>(self.parser.out_psn.val()) << 377_u64)
-                | (bit_cast::<RES_BITS, 384>(self.parser.out_th.val()) << 401_u64)
-                | (bit_cast::<RES_BITS, 16>(self.parser.out_payload_offset.val()) << 785_u64)
-                | (bit_cast::<RES_BITS, 16>(self.parser.out_payload_len.val()) << 801_u64)
-                | (bit_cast::<RES_BITS, PORT_BITS>(self.parser.out_port.val()) << 817_u64);
-        }
+        self.results.data_in.next = bit_cast::<RES_BITS, 4>(self.parser.out_error.val())
+            | (bit_cast::<RES_BITS, 1>(self.parser.out_vlan.val().into()) << 4_u64)
+            | (bit_cast::<RES_BITS, 16>(self.parser.out_vlan_tci.val()) << 5_u64)
+            | (bit_cast::<RES_BITS, 48>(self.parser.out_src_mac.val()) << 21_u64)
+            | (bit_cast::<RES_BITS, 1>(self.parser.out_ipv6.val().into()) << 69_u64)
+            | (bit_cast::<RES_BITS, 128>(self.parser.out_src_ip.val()) << 70_u64)
+            | (bit_cast::<RES_BITS, 128>(self.parser.out_dst_ip.val()) << 198_u64)
+            | (bit_cast::<RES_BITS, 2>(self.parser.out_ecn.val()) << 326_u64)
+            | (bit_cast::<RES_BITS, 16>(self.parser.out_src_port.val()) << 328_u64)
+            | (bit_cast::<RES_BITS, 8>(self.parser.out_opcode.val()) << 344_u64)
+            | (bit_cast::<RES_BITS, 1>(self.parser.out_ack_req.val().into()) << 352_u64)
+            | (bit_cast::<RES_BITS, 24>(self.parser.out_dest_conn.val()) << 353_u64)
+            | (bit_cast::<RES_BITS, 24>(self.parser.out_psn.val()) << 377_u64)
+            | (bit_cast::<RES_BITS, 384>(self.parser.out_th.val()) << 401_u64)
+            | (bit_cast::<RES_BITS, 16>(self.parser.out_payload_offset.val()) << 785_u64)
+            | (bit_cast::<RES_BITS, 16>(self.parser.out_payload_len.val()) << 801_u64)
+            | (bit_cast::<RES_BITS, PORT_BITS>(self.parser.out_port.val()) << 817_u64);
         self.cuts.write.next = self.parser.out_valid.val();
         self.cuts.data_in.next = bit_cast::<32, 16>(self.parser.out_payload_offset.val())
             | (bit_cast::<32, 16>(self.parser.out_payload_len.val()) << 16_u64);
