@@ -1,6 +1,6 @@
 //! The RTL flow table under Verilator against `ferroce_proto::model::sack::FlowRxState`:
 //! random classify / accept / ACK / read sequences on several flows, near and across the 2^24
-//! FSN wrap, compared operation by operation.
+//! FSN wrap, compared operation by operation; and operations queued behind a busy one.
 //!
 //! Default: 20,000 operations. `FERROCE_LONG=1`: 1,000,000.
 
@@ -133,4 +133,48 @@ fn random_operation_sequences_match_the_model() {
         "{ops} operations in {} cycles; classes {counts:?}",
         rtl.cycles()
     );
+}
+
+#[test]
+fn an_operation_queued_behind_a_busy_one_waits_its_turn() {
+    let mut rtl = match RtlFlowTable::new() {
+        Ok(t) => t,
+        Err(e) if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() => {
+            println!("SKIPPED: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    rtl.set_coalesce(4);
+    let indices = [3u32, 4, 700];
+    let mut rng = Rng::new(0x9e11);
+    let mut model: Vec<FlowRxState> = Vec::new();
+    for &i in &indices {
+        let cum = rng.next_u32() & FSN_MASK;
+        rtl.init(i, cum);
+        model.push(FlowRxState::new(cum));
+    }
+    for n in 0..2_000 {
+        let k = rng.upto(indices.len() as u64 - 1) as usize;
+        let j = rng.upto(indices.len() as u64 - 1) as usize;
+        let fsn = fsn_add(model[k].cum, rng.upto(300) as u32);
+        let ce = rng.upto(3) == 0;
+        let (got, read) = rtl.classify_then_read(indices[k], fsn, ce, indices[j]);
+        if ce {
+            model[k].ce_count = model[k].ce_count.saturating_add(1);
+        }
+        assert_eq!(got.class, Some(model[k].classify(fsn)), "op {n}: classify");
+        assert_eq!(
+            got.state,
+            as_state(&model[k]),
+            "op {n}: state after classify"
+        );
+        assert_eq!(read.state, as_state(&model[j]), "op {n}: the queued read");
+        if let Some(SackClass::New { distance, .. }) = got.class {
+            // Keep the windows moving.
+            rtl.accept(indices[k], distance);
+            model[k].accept(distance);
+            model[k].unacked = model[k].unacked.saturating_add(1);
+        }
+    }
 }

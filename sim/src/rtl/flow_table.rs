@@ -168,12 +168,7 @@ impl RtlFlowTable {
                 self.tick();
             }
         }
-        self.rtl.set_u64(self.p.op, op);
-        self.rtl.set_u64(self.p.index, index as u64);
-        self.rtl.set_u64(self.p.fsn, fsn as u64);
-        self.rtl.set_u64(self.p.ce, ce as u64);
-        self.rtl.set_u64(self.p.distance, distance as u64);
-        self.rtl.set_u64(self.p.valid, 1);
+        self.offer(op, index, fsn, ce, distance);
         self.tick();
         self.rtl.set_u64(self.p.valid, 0);
         for _ in 0..16 {
@@ -184,6 +179,61 @@ impl RtlFlowTable {
             }
         }
         panic!("flow table gave no result within 16 cycles");
+    }
+
+    /// Puts an operation on the command bus (offered while `valid` stays set).
+    fn offer(&mut self, op: u64, index: u32, fsn: u32, ce: bool, distance: u32) {
+        self.rtl.set_u64(self.p.op, op);
+        self.rtl.set_u64(self.p.index, index as u64);
+        self.rtl.set_u64(self.p.fsn, fsn as u64);
+        self.rtl.set_u64(self.p.ce, ce as u64);
+        self.rtl.set_u64(self.p.distance, distance as u64);
+        self.rtl.set_u64(self.p.valid, 1);
+    }
+
+    /// Classifies `fsn` on entry `index` and offers a read of entry `then` from the very next
+    /// cycle, held until the table takes it, as a requester that queues its next operation
+    /// behind a busy one: both results, in order. Panics if the table takes the read before
+    /// it has presented the classification's result (operations must not overlap).
+    pub fn classify_then_read(
+        &mut self,
+        index: u32,
+        fsn: u32,
+        ce: bool,
+        then: u32,
+    ) -> (FlowResult, FlowResult) {
+        while self.rtl.get_u64(self.p.ready) == 0 {
+            self.scramble();
+            self.tick();
+        }
+        self.offer(FLOW_OP_CLASSIFY, index, fsn, ce, 0);
+        self.tick();
+        self.offer(FLOW_OP_READ, then, 0, false, 0);
+        let mut first = None;
+        for _ in 0..32 {
+            if first.is_none() && self.rtl.get_u64(self.p.res_valid) == 1 {
+                first = Some(self.read(FLOW_OP_CLASSIFY));
+            }
+            let taken = self.rtl.get_u64(self.p.ready) == 1;
+            assert!(
+                !taken || first.is_some(),
+                "the table took an operation before presenting the one it was busy with"
+            );
+            self.tick();
+            if taken {
+                self.rtl.set_u64(self.p.valid, 0);
+                for _ in 0..16 {
+                    self.scramble();
+                    self.tick();
+                    if self.rtl.get_u64(self.p.res_valid) == 1 {
+                        let second = self.read(FLOW_OP_READ);
+                        return (first.expect("checked above"), second);
+                    }
+                }
+                panic!("flow table gave no result within 16 cycles");
+            }
+        }
+        panic!("flow table did not take the queued operation within 32 cycles");
     }
 
     fn read(&mut self, op: u64) -> FlowResult {
