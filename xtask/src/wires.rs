@@ -1,7 +1,8 @@
 //! Wire demand by block, from a netlist nextpnr has placed (`--write`).
 //!
-//! Every measured critical path is mostly routing, and the whole core does not route at all,
-//! so the question for a change is how much wire it asks for and where. This sums each net's
+//! Every measured critical path is mostly routing, and the whole core routes only with the
+//! static placer and over an hour of router1, so the question for a change is how much wire
+//! it asks for and where. This sums each net's
 //! half-perimeter wirelength (the bounding box of the cells it connects, in tiles: the usual
 //! estimate of the wire a net needs) by the block its name belongs to, and lists the nets whose
 //! span times fanout is largest (wide-register enables reaching across the die).
