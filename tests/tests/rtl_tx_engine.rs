@@ -804,6 +804,27 @@ fn transmit_path_matches_the_model_at_pcie_latency() {
     against_the_model(0x9c1e, 0x9c1e_5eed, count, &[pcie, pcie_slow_mac], &faulty);
 }
 
+/// Reads answered after 3,000 to 4,000 cycles (ten times a PCIe read): the fetch and payload
+/// limits, not the latency, decide how much is in flight. (The read-tag limit itself is not
+/// reached here: with it removed this still passes; the other limits bind first.)
+#[test]
+fn transmit_path_matches_the_model_at_very_long_read_latency() {
+    let slow = Timing {
+        min_latency: 3_000,
+        max_latency: 4_000,
+        beat_gap: 0.0,
+        stall: 0.0,
+    };
+    let count = if long() { 2_000 } else { 200 };
+    against_the_model(
+        0x7a65,
+        0x7a65_f011,
+        count,
+        &[slow],
+        &[(5, false), (17, true)],
+    );
+}
+
 /// Ring resets while the path is busy: descriptor batches and payload reads in flight (PCIe
 /// latency), frames half out, events offered. Each reset must leave the outputs of a prefix
 /// of the ring, as the model gives them, and the next ring must work from a clean start.
