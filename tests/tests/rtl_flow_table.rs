@@ -33,15 +33,22 @@ fn as_state(f: &FlowRxState) -> FlowState {
     }
 }
 
-#[test]
-fn random_operation_sequences_match_the_model() {
-    let mut rtl = match RtlFlowTable::new() {
-        Ok(t) => t,
+/// The verilated table, or `None` (a skip) when Verilator is missing and that is allowed.
+fn flow_table() -> Option<RtlFlowTable> {
+    match RtlFlowTable::new() {
+        Ok(t) => Some(t),
         Err(e) if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() => {
             println!("SKIPPED: {e}");
-            return;
+            None
         }
         Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn random_operation_sequences_match_the_model() {
+    let Some(mut rtl) = flow_table() else {
+        return;
     };
     let ops = if std::env::var_os("FERROCE_LONG").is_some() {
         1_000_000
@@ -137,13 +144,8 @@ fn random_operation_sequences_match_the_model() {
 
 #[test]
 fn an_operation_queued_behind_a_busy_one_waits_its_turn() {
-    let mut rtl = match RtlFlowTable::new() {
-        Ok(t) => t,
-        Err(e) if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() => {
-            println!("SKIPPED: {e}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
+    let Some(mut rtl) = flow_table() else {
+        return;
     };
     rtl.set_coalesce(4);
     let indices = [3u32, 4, 700];

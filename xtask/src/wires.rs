@@ -76,12 +76,13 @@ fn placed_nets(path: &Path) -> Result<Vec<Net>, String> {
             b.4 += 1;
         }
     }
-    // The shortest name of each bit is the one closest to the source's hierarchy.
+    // The shortest name of each bit is the one closest to the source's hierarchy (ties by
+    // the first in order, so the report does not depend on hash order).
     let mut names: HashMap<u64, &str> = HashMap::new();
     for (name, net) in &module.netnames {
         for bit in net.bits.iter().filter_map(serde_json::Value::as_u64) {
             let slot = names.entry(bit).or_insert(name);
-            if name.len() < slot.len() {
+            if (name.len(), name.as_str()) < (slot.len(), *slot) {
                 *slot = name;
             }
         }

@@ -156,20 +156,17 @@ impl RtlFlowTable {
         }
     }
 
-    fn op(&mut self, op: u64, index: u32, fsn: u32, ce: bool, distance: u32) -> FlowResult {
+    /// Idles (noise on the bus) until the table is ready for a command.
+    fn wait_ready(&mut self) {
         while self.rtl.get_u64(self.p.ready) == 0 {
             self.scramble();
             self.tick();
         }
-        if !self.idle_indices.is_empty() {
-            // Idle cycles with no command but a plausible bus, 0 to 2 of them.
-            for _ in 0..self.noise.upto(2) {
-                self.scramble();
-                self.tick();
-            }
-        }
-        self.offer(op, index, fsn, ce, distance);
-        self.tick();
+    }
+
+    /// With no command offered, waits for the result of `op`, taken in the last cycle or
+    /// earlier.
+    fn wait_result(&mut self, op: u64) -> FlowResult {
         self.rtl.set_u64(self.p.valid, 0);
         for _ in 0..16 {
             self.scramble();
@@ -179,6 +176,20 @@ impl RtlFlowTable {
             }
         }
         panic!("flow table gave no result within 16 cycles");
+    }
+
+    fn op(&mut self, op: u64, index: u32, fsn: u32, ce: bool, distance: u32) -> FlowResult {
+        self.wait_ready();
+        if !self.idle_indices.is_empty() {
+            // Idle cycles with no command but a plausible bus, 0 to 2 of them.
+            for _ in 0..self.noise.upto(2) {
+                self.scramble();
+                self.tick();
+            }
+        }
+        self.offer(op, index, fsn, ce, distance);
+        self.tick();
+        self.wait_result(op)
     }
 
     /// Puts an operation on the command bus (offered while `valid` stays set).
@@ -202,10 +213,7 @@ impl RtlFlowTable {
         ce: bool,
         then: u32,
     ) -> (FlowResult, FlowResult) {
-        while self.rtl.get_u64(self.p.ready) == 0 {
-            self.scramble();
-            self.tick();
-        }
+        self.wait_ready();
         self.offer(FLOW_OP_CLASSIFY, index, fsn, ce, 0);
         self.tick();
         self.offer(FLOW_OP_READ, then, 0, false, 0);
@@ -221,16 +229,8 @@ impl RtlFlowTable {
             );
             self.tick();
             if taken {
-                self.rtl.set_u64(self.p.valid, 0);
-                for _ in 0..16 {
-                    self.scramble();
-                    self.tick();
-                    if self.rtl.get_u64(self.p.res_valid) == 1 {
-                        let second = self.read(FLOW_OP_READ);
-                        return (first.expect("checked above"), second);
-                    }
-                }
-                panic!("flow table gave no result within 16 cycles");
+                let second = self.wait_result(FLOW_OP_READ);
+                return (first.expect("checked above"), second);
             }
         }
         panic!("flow table did not take the queued operation within 32 cycles");
