@@ -367,6 +367,10 @@ pub struct TxEngine<const C: usize> {
     rc_iss: DFF<Bits<TAG_PTR_BITS>>,
     rc_done: DFF<Bits<TAG_PTR_BITS>>,
     rc_used: DFF<Bits<TAG_PTR_BITS>>,
+    // Every read tag in use, every fault bit in use: kept beside the pointers from their next
+    // values, so that the read arbiter tests a flip-flop, not a subtraction and a compare.
+    tq_full: DFF<Bit>,
+    rc_full: DFF<Bit>,
     // Payload ring, in beats: reserved up to `pres`, written up to `pwr`, handed to the
     // builder (or skipped) up to `hend`; `low_q` is the oldest beat still to stream.
     pres: DFF<Bits<PTR_BITS>>,
@@ -517,7 +521,6 @@ pub struct TxEngine<const C: usize> {
     ev: Signal<Local, Bits<512>>,
     want: Signal<Local, Bit>,
     tq_n: Signal<Local, Bits<TAG_PTR_BITS>>,
-    rc_n: Signal<Local, Bits<TAG_PTR_BITS>>,
     room: Signal<Local, Bits<PTR_BITS>>,
     f_can: Signal<Local, Bit>,
     pf_go: Signal<Local, Bit>,
@@ -842,6 +845,8 @@ impl<const C: usize> Default for TxEngine<C> {
             rc_iss: Default::default(),
             rc_done: Default::default(),
             rc_used: Default::default(),
+            tq_full: Default::default(),
+            rc_full: Default::default(),
             pres: Default::default(),
             pwr: Default::default(),
             hend: Default::default(),
@@ -981,7 +986,6 @@ impl<const C: usize> Default for TxEngine<C> {
             ev: Default::default(),
             want: Default::default(),
             tq_n: Default::default(),
-            rc_n: Default::default(),
             room: Default::default(),
             f_can: Default::default(),
             pf_go: Default::default(),
@@ -1025,14 +1029,14 @@ impl<const C: usize> Logic for TxEngine<C> {
     fn update(&mut self) {
         dff_setup!(
             self, clock, fetch, fetched, pf_addr, pf_n, pf_arm, single, desc_out, desc_drop, dbeat,
-            tq_desc, tq_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done, rc_used, pres, pwr, hend,
-            low_q, cm, cm_busy, lf, la_run, la_cnt, nf, nf_bad, nf_valid, fstate, fdesc, f, op_ok,
-            is_cm, is_write, has_imm, thlen, imm_at, conn_ok, len_bad, port_bad, chk_q, fbeats,
-            req_addr, req_len, lb, lb_run, lb_cnt, nb, nj, nb_valid, state, head, stale, desc, job,
-            conn_q, reason, th, j_valid, j_dst_mac, j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip,
-            j_dscp, j_sport, j_dport, j_opcode, j_se, j_dest, j_ack, j_psn, j_th, j_thlen, j_plen,
-            j_port, j_beats, j_start, streaming, left, rptr, pend, pend_start, pend_beats, cb_pend,
-            cb_amount
+            tq_desc, tq_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done, rc_used, tq_full, rc_full,
+            pres, pwr, hend, low_q, cm, cm_busy, lf, la_run, la_cnt, nf, nf_bad, nf_valid, fstate,
+            fdesc, f, op_ok, is_cm, is_write, has_imm, thlen, imm_at, conn_ok, len_bad, port_bad,
+            chk_q, fbeats, req_addr, req_len, lb, lb_run, lb_cnt, nb, nj, nb_valid, state, head,
+            stale, desc, job, conn_q, reason, th, j_valid, j_dst_mac, j_src_mac, j_vlan, j_tci,
+            j_ipv6, j_sip, j_dip, j_dscp, j_sport, j_dport, j_opcode, j_se, j_dest, j_ack, j_psn,
+            j_th, j_thlen, j_plen, j_port, j_beats, j_start, streaming, left, rptr, pend,
+            pend_start, pend_beats, cb_pend, cb_amount
         );
         self.ctab.read_clock.next = self.clock.val();
         self.ctab.write_clock.next = self.clock.val();
@@ -1337,11 +1341,10 @@ impl<const C: usize> Logic for TxEngine<C> {
         // front end has none. Every read needs a tag entry; a CM or payload read also a fault
         // bit, and a payload read room for all its beats in the ring buffer.
         self.tq_n.next = self.tq_wr.q.val() - self.tq_rd.q.val();
-        self.rc_n.next = self.rc_iss.q.val() - self.rc_used.q.val();
         self.room.next = self.k_buf_beats.val() - (self.pres.q.val() - self.low_q.q.val());
         self.f_can.next = (self.fstate.q.val() == FState::Issue)
-            & (self.tq_n.val() != self.k_tags.val())
-            & (self.rc_n.val() != self.k_tags.val())
+            & !self.tq_full.q.val()
+            & !self.rc_full.q.val()
             & !self.txq_reset.val()
             & !self.reset.val();
         if self.is_cm.q.val() {
@@ -1352,7 +1355,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.pf_go.next = self.pf_arm.q.val()
             & (self.pf_n.q.val() != 0_u64)
             & self.enable.val()
-            & (self.tq_n.val() != self.k_tags.val())
+            & !self.tq_full.q.val()
             & !self.f_can.val()
             & !self.txq_reset.val()
             & !self.reset.val();
@@ -1952,6 +1955,9 @@ impl<const C: usize> Logic for TxEngine<C> {
             | self.want.val()
             | (self.tq_n.val() != 0_u64)
             | self.cb_pend.q.val();
+        // Full: the pointers (one bit wider than the 32 entries) differ in the top bit only.
+        self.tq_full.d.next = (self.tq_wr.d.val() ^ self.tq_rd.d.val()) == self.k_tags.val();
+        self.rc_full.d.next = (self.rc_iss.d.val() ^ self.rc_used.d.val()) == self.k_tags.val();
     }
 }
 

@@ -24,7 +24,7 @@ use ferroce_proto::hsi::{
 };
 use ferroce_proto::model::{DmaFault, FastPath, HostMemory};
 use ferroce_proto::wire::{CmKind, CmRepr, EthernetAddress, Opcode, ROCEV2_UDP_PORT};
-use ferroce_sim::rtl::tx_path::{COUNTER_SLOTS, RtlTxPath, Timing};
+use ferroce_sim::rtl::tx_path::{COUNTER_SLOTS, RtlTxPath, Timing, TxPathOutput};
 use ferroce_tests::Rng;
 
 /// Host memory: a few mapped ranges; any access not inside one of them faults, as an IOMMU
@@ -69,7 +69,8 @@ impl HostMemory for Memory {
 /// The ring lives above 4 GB (the slot address is a 64-bit sum). Some slots fault when
 /// fetched: [`FAULTY`] by default (slot 13 unmapped, slot 22 only half mapped).
 const RING: u64 = 0x0000_0001_2345_6000;
-const RING_SLOTS: u64 = 32;
+/// Slots mapped: the largest ring a test uses.
+const RING_SLOTS: u64 = 128;
 const FAULTY: [(u64, bool); 2] = [(13, false), (22, true)];
 const PAYLOAD: u64 = 0x0000_7f12_3400_0000;
 const PAYLOAD_LEN: usize = 64 * 1024;
@@ -459,6 +460,39 @@ impl Bench {
         self.model.service_rings(&mut self.mem);
         self.rtl.set_now_ns(self.now);
         let out = self.rtl.run(&mut self.mem, 5_000_000);
+        self.check(out, label);
+    }
+
+    /// Posts `descs` one at a time while the RTL runs, `gap` cycles after each (waiting for
+    /// room in the ring), then lets it finish; the model takes each as it is posted.
+    /// Everything they produce must agree.
+    fn stream(&mut self, descs: &[TxDescriptor], gap: u64, label: &str) {
+        self.now += 1 + self.time_step();
+        self.model.set_time(self.now);
+        self.rtl.set_now_ns(self.now);
+        let size = 1u32 << self.log_size;
+        let mut out = TxPathOutput::default();
+        for d in descs {
+            while self.tail.wrapping_sub(self.rtl.txq_head()) >= size {
+                out.append(self.rtl.run_for(&mut self.mem, gap));
+            }
+            let slot = (self.tail % size) as u64;
+            self.mem
+                .dma_write(RING + slot * TX_DESCRIPTOR_LEN as u64, &d.to_bytes())
+                .expect("ring slot mapped");
+            self.tail = self.tail.wrapping_add(1);
+            self.rtl.set_txq_tail(self.tail);
+            // The model takes each descriptor at once (its slot is reused later).
+            self.model.write_reg(regs::TXQ_TAIL, self.tail);
+            self.model.service_rings(&mut self.mem);
+            out.append(self.rtl.run_for(&mut self.mem, gap));
+        }
+        out.append(self.rtl.run(&mut self.mem, 5_000_000));
+        self.check(out, label);
+    }
+
+    /// Compares what the RTL gave (`out`) with what the model has queued since the last check.
+    fn check(&mut self, out: TxPathOutput, label: &str) {
         let mut want_frames = Vec::new();
         while let Some(f) = self.model.pop_port_frame() {
             want_frames.push(f);
@@ -567,12 +601,7 @@ impl Bench {
         let head = self.rtl.txq_head();
         self.rtl.set_txq_tail(0);
         self.rtl.set_txq_log_size(new_log);
-        let rest = self.rtl.run(&mut self.mem, 5_000_000);
-        out.frames.extend(rest.frames);
-        out.events.extend(rest.events);
-        for (total, add) in out.counters.iter_mut().zip(rest.counters) {
-            *total += add;
-        }
+        out.append(self.rtl.run(&mut self.mem, 5_000_000));
         let counters: Vec<u64> = self
             .rtl_counters
             .iter()
@@ -759,12 +788,14 @@ fn transmit_path_matches_the_model() {
         max_latency: 2,
         beat_gap: 0.0,
         stall: 0.0,
+        mac_stall: 0.0,
     };
     let slow_mac = Timing {
         min_latency: 0,
         max_latency: 0,
         beat_gap: 0.0,
         stall: 0.6,
+        mac_stall: 0.0,
     };
     let count = if long() { 20_000 } else { 400 };
     against_the_model(
@@ -786,6 +817,7 @@ fn transmit_path_matches_the_model_at_pcie_latency() {
         max_latency: 300,
         beat_gap: 0.2,
         stall: 0.2,
+        mac_stall: 0.0,
     };
     let pcie_slow_mac = Timing {
         beat_gap: 0.0,
@@ -814,6 +846,7 @@ fn transmit_path_matches_the_model_at_very_long_read_latency() {
         max_latency: 4_000,
         beat_gap: 0.0,
         stall: 0.0,
+        mac_stall: 0.0,
     };
     let count = if long() { 2_000 } else { 200 };
     against_the_model(
@@ -822,6 +855,76 @@ fn transmit_path_matches_the_model_at_very_long_read_latency() {
         count,
         &[slow],
         &[(5, false), (17, true)],
+    );
+}
+
+/// Small descriptors (data, payloads of 1 to 64 bytes: one read each, never waiting for room
+/// in the payload buffer), some refused and some whose payload read faults.
+fn small_descriptors(
+    bench: &mut Bench,
+    rng: &mut Rng,
+    conns: &[ConnectionEntry],
+) -> Vec<TxDescriptor> {
+    (0..300)
+        .map(|_| {
+            loop {
+                let d = descriptor(rng, &mut bench.ports, conns);
+                if d.opcode != Opcode::Cm as u8 && (1..=64).contains(&d.payload_len) {
+                    break d;
+                }
+            }
+        })
+        .collect()
+}
+
+/// The two limits on reads in flight, each reached and honoured (the path must wait at it and
+/// still match the model):
+/// - the 32 read tags: descriptors posted one at a time while reads take 2,000 cycles, into a
+///   128-slot ring, so each post starts its own descriptor read and each descriptor that
+///   arrives its payload read;
+/// - the 32 fault bits of payload reads not yet retired: a MAC far slower than the DMA, so
+///   payload read ahead waits behind the frame leaving, and some of those reads fault.
+#[test]
+fn read_limits_are_reached_and_the_path_waits() {
+    let slow_reads = Timing {
+        min_latency: 2_000,
+        max_latency: 2_000,
+        beat_gap: 0.0,
+        stall: 0.0,
+        mac_stall: 0.0,
+    };
+    let Some((mut bench, conns, mut rng)) = Bench::start(0x7a95, 0x7a95_11e1, slow_reads, &[])
+    else {
+        return;
+    };
+    bench.reg(regs::TXQ_LOG_SIZE, 7);
+    for gap in [1, 4, 16] {
+        let descs = small_descriptors(&mut bench, &mut rng, &conns);
+        bench.stream(
+            &descs,
+            gap,
+            &format!("reads after 2,000 cycles, a post every {gap}"),
+        );
+    }
+    let most = bench.rtl.max_reads_outstanding();
+    assert_eq!(
+        most, 32,
+        "reads in flight beyond or short of the 32 read tags"
+    );
+
+    bench.rtl.set_timing(Timing {
+        min_latency: 20,
+        max_latency: 60,
+        beat_gap: 0.0,
+        stall: 0.0,
+        mac_stall: 0.9,
+    });
+    let descs = small_descriptors(&mut bench, &mut rng, &conns);
+    bench.post(&descs[..100]);
+    bench.service("slow MAC");
+    println!(
+        "{} frames, {} events, up to {most} reads in flight",
+        bench.frames, bench.events
     );
 }
 
@@ -835,6 +938,7 @@ fn ring_reset_with_reads_in_flight_matches_the_model() {
         max_latency: 300,
         beat_gap: 0.2,
         stall: 0.2,
+        mac_stall: 0.0,
     };
     let Some((mut bench, conns, mut rng)) = Bench::start(0x5e7, 0x5e70_ff1e5, pcie, &FAULTY) else {
         return;

@@ -25,6 +25,27 @@ pub struct TxPathOutput {
     pub counters: [u64; COUNTER_SLOTS],
 }
 
+impl Default for TxPathOutput {
+    fn default() -> Self {
+        TxPathOutput {
+            frames: Vec::new(),
+            events: Vec::new(),
+            counters: [0; COUNTER_SLOTS],
+        }
+    }
+}
+
+impl TxPathOutput {
+    /// Adds what a later run produced (`later`) after this one's output.
+    pub fn append(&mut self, later: TxPathOutput) {
+        self.frames.extend(later.frames);
+        self.events.extend(later.events);
+        for (total, add) in self.counters.iter_mut().zip(later.counters) {
+            *total += add;
+        }
+    }
+}
+
 /// Random timing of the harness: each a probability per cycle, or a bound in cycles.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timing {
@@ -37,6 +58,9 @@ pub struct Timing {
     pub beat_gap: f64,
     /// Chance that `rd_req_ready`, `m_tready` and `ev_ready` (each) are low this cycle.
     pub stall: f64,
+    /// Further chance that `m_tready` is low: a MAC slower than the DMA, so that payload read
+    /// ahead piles up behind the frame leaving.
+    pub mac_stall: f64,
 }
 
 impl Default for Timing {
@@ -46,6 +70,7 @@ impl Default for Timing {
             max_latency: 40,
             beat_gap: 0.2,
             stall: 0.2,
+            mac_stall: 0.0,
         }
     }
 }
@@ -303,7 +328,9 @@ impl RtlTxPath {
             }
             let t = self.timing;
             let req_ready = !self.rng.chance(t.stall);
-            let m_ready = !self.rng.chance(t.stall);
+            // Drawn only when set, so that the other timings keep their random streams.
+            let m_ready =
+                !self.rng.chance(t.stall) && !(t.mac_stall > 0.0 && self.rng.chance(t.mac_stall));
             let ev_ready = !self.rng.chance(t.stall);
             let gap = self.rng.chance(t.beat_gap);
             self.set("rd_req_ready", req_ready as u64);
