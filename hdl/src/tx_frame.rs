@@ -161,16 +161,20 @@ pub struct TxFrameBuilder {
     g_valid: DFF<Bit>,
     g_par: DFF<Bit>,
     hdr: DFF<Bits<1024>>,
-    hlen: DFF<Bits<16>>,
+    // Bytes of the header, of header and payload, and of the frame with its ICRC from beat k
+    // on (`len - 8k`, zero once past): set at load, 8 less with every beat, so that the lane
+    // masks and the ICRC flag come from flip-flops and flat logic, not from a subtraction and
+    // a compare behind the beat counter.
+    h_left: DFF<Bits<16>>,
+    p_left: DFF<Bits<16>>,
+    f_left: DFF<Bits<16>>,
     hbeat: DFF<Bits<13>>,
     rsh: DFF<Bits<3>>,
-    flen: DFF<Bits<16>>,
     nbeats: DFF<Bits<13>>,
     pay_beats: DFF<Bits<13>>,
     vtotal: DFF<Bits<17>>,
     g_vlan: DFF<Bit>,
     g_v6: DFF<Bit>,
-    g_plen: DFF<Bits<16>>,
     k: DFF<Bits<13>>,
     consumed: DFF<Bits<13>>,
     // Compares of the beat counters, registered beside them (set from the values being loaded,
@@ -255,12 +259,8 @@ pub struct TxFrameBuilder {
     hdr_beat: Signal<Local, Bits<64>>,
     pay_beat: Signal<Local, Bits<64>>,
     shift_r: Signal<Local, Bits<3>>,
-    pos: Signal<Local, Bits<16>>,
-    p_end: Signal<Local, Bits<16>>,
-    h_room: Signal<Local, Bits<16>>,
-    p_room: Signal<Local, Bits<16>>,
-    h_sh: Signal<Local, Bits<6>>,
-    p_sh: Signal<Local, Bits<6>>,
+    h_lanes: Signal<Local, Bits<8>>,
+    p_lanes: Signal<Local, Bits<8>>,
     h_mask: Signal<Local, Bits<64>>,
     p_mask: Signal<Local, Bits<64>>,
     lane: Signal<Local, Bits<64>>,
@@ -392,16 +392,16 @@ impl Default for TxFrameBuilder {
             g_valid: Default::default(),
             g_par: Default::default(),
             hdr: Default::default(),
-            hlen: Default::default(),
+            h_left: Default::default(),
+            p_left: Default::default(),
+            f_left: Default::default(),
             hbeat: Default::default(),
             rsh: Default::default(),
-            flen: Default::default(),
             nbeats: Default::default(),
             pay_beats: Default::default(),
             vtotal: Default::default(),
             g_vlan: Default::default(),
             g_v6: Default::default(),
-            g_plen: Default::default(),
             k: Default::default(),
             consumed: Default::default(),
             k_ge_hbeat: Default::default(),
@@ -473,12 +473,8 @@ impl Default for TxFrameBuilder {
             hdr_beat: Default::default(),
             pay_beat: Default::default(),
             shift_r: Default::default(),
-            pos: Default::default(),
-            p_end: Default::default(),
-            h_room: Default::default(),
-            p_room: Default::default(),
-            h_sh: Default::default(),
-            p_sh: Default::default(),
+            h_lanes: Default::default(),
+            p_lanes: Default::default(),
             h_mask: Default::default(),
             p_mask: Default::default(),
             lane: Default::default(),
@@ -568,16 +564,16 @@ impl Logic for TxFrameBuilder {
             g_valid,
             g_par,
             hdr,
-            hlen,
+            h_left,
+            p_left,
+            f_left,
             hbeat,
             rsh,
-            flen,
             nbeats,
             pay_beats,
             vtotal,
             g_vlan,
             g_v6,
-            g_plen,
             k,
             consumed,
             k_ge_hbeat,
@@ -782,24 +778,25 @@ impl Logic for TxFrameBuilder {
             | (self.carry.q.val()
                 >> (bits::<7>(64) - (bit_cast::<7, 3>(self.shift_r.val()) << 3_u64)));
         // Lane i holds byte 8k + i: header below `hlen`, payload below `hlen + plen`. Each
-        // range's lanes are a prefix of the beat, from one subtraction (not a compare per lane).
-        self.pos.next = bit_cast::<16, 13>(self.k.q.val()) << 3_u64;
-        self.p_end.next = self.hlen.q.val() + self.g_plen.q.val();
-        self.h_room.next = self.hlen.q.val() - self.pos.val();
-        self.p_room.next = self.p_end.val() - self.pos.val();
-        self.h_sh.next = bit_cast::<6, 3>(self.h_room.val().get_bits::<3>(0)) << 3_u64;
-        self.p_sh.next = bit_cast::<6, 3>(self.p_room.val().get_bits::<3>(0)) << 3_u64;
-        self.h_mask.next = bits::<64>(0xFFFF_FFFF_FFFF_FFFF_u64);
-        if self.hlen.q.val() <= self.pos.val() {
-            self.h_mask.next = 0.into();
-        } else if self.h_room.val() < 8_u64 {
-            self.h_mask.next = (bits::<64>(1) << self.h_sh.val()) - 1_u64;
+        // range's lanes are a prefix of the beat: all eight while 8 or more bytes are left,
+        // else the lanes below the count left.
+        self.h_lanes.next = !(bits::<8>(0xFF) << self.h_left.q.val().get_bits::<3>(0));
+        if self.h_left.q.val().get_bits::<13>(3) != 0_u64 {
+            self.h_lanes.next = 0xFF.into();
         }
-        self.p_mask.next = bits::<64>(0xFFFF_FFFF_FFFF_FFFF_u64);
-        if self.p_end.val() <= self.pos.val() {
-            self.p_mask.next = 0.into();
-        } else if self.p_room.val() < 8_u64 {
-            self.p_mask.next = (bits::<64>(1) << self.p_sh.val()) - 1_u64;
+        self.p_lanes.next = !(bits::<8>(0xFF) << self.p_left.q.val().get_bits::<3>(0));
+        if self.p_left.q.val().get_bits::<13>(3) != 0_u64 {
+            self.p_lanes.next = 0xFF.into();
+        }
+        self.h_mask.next = 0.into();
+        self.p_mask.next = 0.into();
+        for i in 0_usize..8 {
+            if self.h_lanes.val().get_bit(i) {
+                self.h_mask.next = self.h_mask.val() | (bits::<64>(0xFF) << (8 * i).to_bits::<6>());
+            }
+            if self.p_lanes.val().get_bit(i) {
+                self.p_mask.next = self.p_mask.val() | (bits::<64>(0xFF) << (8 * i).to_bits::<6>());
+            }
         }
         self.beat_out.next = (self.lane.val() & self.h_mask.val())
             | (self.aligned.val() & self.p_mask.val() & !self.h_mask.val());
@@ -999,8 +996,9 @@ impl Logic for TxFrameBuilder {
             self.d1_valid.d.next = true;
             self.d1_data.d.next = self.beat_out.val();
             self.d1_k.d.next = self.k.q.val();
-            self.d1_icrc.d.next =
-                (bit_cast::<16, 13>(self.k.q.val()) << 3_u64) + 8_u64 > self.flen.q.val() - 4_u64;
+            // 8k + 8 > flen - 4: fewer than 12 bytes of the frame left from beat k.
+            self.d1_icrc.d.next = (self.f_left.q.val().get_bits::<12>(4) == 0_u64)
+                & (self.f_left.q.val().get_bits::<4>(0) < 12_u64);
             self.d1_par.d.next = self.g_par.q.val();
             if self.need_pay.val() {
                 self.carry.d.next = self.s_pay_tdata.val();
@@ -1012,6 +1010,18 @@ impl Logic for TxFrameBuilder {
                 self.vj.d.next = self.vj.q.val() + 1_u64;
             }
             self.k.d.next = self.k.q.val() + 1_u64;
+            self.h_left.d.next = 0.into();
+            if self.h_left.q.val().get_bits::<13>(3) != 0_u64 {
+                self.h_left.d.next = self.h_left.q.val() - 8_u64;
+            }
+            self.p_left.d.next = 0.into();
+            if self.p_left.q.val().get_bits::<13>(3) != 0_u64 {
+                self.p_left.d.next = self.p_left.q.val() - 8_u64;
+            }
+            self.f_left.d.next = 0.into();
+            if self.f_left.q.val().get_bits::<13>(3) != 0_u64 {
+                self.f_left.d.next = self.f_left.q.val() - 8_u64;
+            }
             self.k_ge_hbeat.d.next = self.k.q.val() + 1_u64 >= self.hbeat.q.val();
             self.at_last.d.next = self.k.q.val() + 2_u64 == self.nbeats.q.val();
         }
@@ -1031,16 +1041,16 @@ impl Logic for TxFrameBuilder {
             self.g_valid.d.next = true;
             self.g_par.d.next = !self.g_par.q.val();
             self.hdr.d.next = self.nx_hdr.q.val();
-            self.hlen.d.next = self.nx_hlen.q.val();
+            self.h_left.d.next = self.nx_hlen.q.val();
+            self.p_left.d.next = self.nx_hlen.q.val() + self.nx_plen.q.val();
+            self.f_left.d.next = self.nx_flen.q.val();
             self.hbeat.d.next = self.nx_hbeat.q.val();
             self.rsh.d.next = self.nx_rsh.q.val();
-            self.flen.d.next = self.nx_flen.q.val();
             self.nbeats.d.next = self.nx_nbeats.q.val();
             self.pay_beats.d.next = self.nx_pay_beats.q.val();
             self.vtotal.d.next = self.nx_vtotal.q.val();
             self.g_vlan.d.next = self.nx_vlan.q.val();
             self.g_v6.d.next = self.nx_v6.q.val();
-            self.g_plen.d.next = self.nx_plen.q.val();
             self.k.d.next = 0.into();
             self.consumed.d.next = 0.into();
             self.k_ge_hbeat.d.next = self.nx_hbeat.q.val() == 0_u64;
