@@ -371,6 +371,9 @@ pub struct TxEngine<const C: usize> {
     // values, so that the read arbiter tests a flip-flop, not a subtraction and a compare.
     tq_full: DFF<Bit>,
     rc_full: DFF<Bit>,
+    // The payload ring has room for the front end's payload (`fbeats`), from the values the
+    // registers take at this edge; see the end of `update`.
+    room_ok: DFF<Bit>,
     // Payload ring, in beats: reserved up to `pres`, written up to `pwr`, handed to the
     // builder (or skipped) up to `hend`; `low_q` is the oldest beat still to stream.
     pres: DFF<Bits<PTR_BITS>>,
@@ -521,7 +524,7 @@ pub struct TxEngine<const C: usize> {
     ev: Signal<Local, Bits<512>>,
     want: Signal<Local, Bit>,
     tq_n: Signal<Local, Bits<TAG_PTR_BITS>>,
-    room: Signal<Local, Bits<PTR_BITS>>,
+    used: Signal<Local, Bits<PTR_BITS>>,
     f_can: Signal<Local, Bit>,
     pf_go: Signal<Local, Bit>,
     m_grant: Signal<Local, Bit>,
@@ -847,6 +850,7 @@ impl<const C: usize> Default for TxEngine<C> {
             rc_used: Default::default(),
             tq_full: Default::default(),
             rc_full: Default::default(),
+            room_ok: Default::default(),
             pres: Default::default(),
             pwr: Default::default(),
             hend: Default::default(),
@@ -986,7 +990,7 @@ impl<const C: usize> Default for TxEngine<C> {
             ev: Default::default(),
             want: Default::default(),
             tq_n: Default::default(),
-            room: Default::default(),
+            used: Default::default(),
             f_can: Default::default(),
             pf_go: Default::default(),
             m_grant: Default::default(),
@@ -1029,7 +1033,7 @@ impl<const C: usize> Logic for TxEngine<C> {
     fn update(&mut self) {
         dff_setup!(
             self, clock, fetch, fetched, pf_addr, pf_n, pf_arm, single, desc_out, desc_drop, dbeat,
-            tq_desc, tq_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done, rc_used, tq_full, rc_full,
+            tq_desc, tq_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done, rc_used, tq_full, rc_full, room_ok,
             pres, pwr, hend, low_q, cm, cm_busy, lf, la_run, la_cnt, nf, nf_bad, nf_valid, fstate,
             fdesc, f, op_ok, is_cm, is_write, has_imm, thlen, imm_at, conn_ok, len_bad, port_bad,
             chk_q, fbeats, req_addr, req_len, lb, lb_run, lb_cnt, nb, nj, nb_valid, state, head,
@@ -1341,7 +1345,6 @@ impl<const C: usize> Logic for TxEngine<C> {
         // front end has none. Every read needs a tag entry; a CM or payload read also a fault
         // bit, and a payload read room for all its beats in the ring buffer.
         self.tq_n.next = self.tq_wr.q.val() - self.tq_rd.q.val();
-        self.room.next = self.k_buf_beats.val() - (self.pres.q.val() - self.low_q.q.val());
         self.f_can.next = (self.fstate.q.val() == FState::Issue)
             & !self.tq_full.q.val()
             & !self.rc_full.q.val()
@@ -1350,7 +1353,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         if self.is_cm.q.val() {
             self.f_can.next = self.f_can.val() & !self.cm_busy.q.val();
         } else {
-            self.f_can.next = self.f_can.val() & (self.fbeats.q.val() <= self.room.val());
+            self.f_can.next = self.f_can.val() & self.room_ok.q.val();
         }
         self.pf_go.next = self.pf_arm.q.val()
             & (self.pf_n.q.val() != 0_u64)
@@ -1958,6 +1961,14 @@ impl<const C: usize> Logic for TxEngine<C> {
         // Full: the pointers (one bit wider than the 32 entries) differ in the top bit only.
         self.tq_full.d.next = (self.tq_wr.d.val() ^ self.tq_rd.d.val()) == self.k_tags.val();
         self.rc_full.d.next = (self.rc_iss.d.val() ^ self.rc_used.d.val()) == self.k_tags.val();
+        // Room for `fbeats` more beats beside those reserved and not yet streamed. `pres` only
+        // moves with a payload read's grant (or a reset), after which the front end passes
+        // through Idle and Check before it can issue again, so its current value is the one the
+        // next issue sees; `low_q` only moves forward, and its next value is the newest.
+        self.used.next = self.pres.q.val() - self.low_q.d.val();
+        self.room_ok.d.next = (bit_cast::<13, PTR_BITS>(self.fbeats.d.val())
+            + bit_cast::<13, PTR_BITS>(self.used.val()))
+            <= bit_cast::<13, PTR_BITS>(self.k_buf_beats.val());
     }
 }
 

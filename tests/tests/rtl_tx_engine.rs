@@ -858,18 +858,20 @@ fn transmit_path_matches_the_model_at_very_long_read_latency() {
     );
 }
 
-/// Small descriptors (data, payloads of 1 to 64 bytes: one read each, never waiting for room
-/// in the payload buffer), some refused and some whose payload read faults.
-fn small_descriptors(
+/// `count` data descriptors with payloads of `lens` bytes (some refused, some whose payload
+/// read faults).
+fn data_descriptors(
     bench: &mut Bench,
     rng: &mut Rng,
     conns: &[ConnectionEntry],
+    count: usize,
+    lens: core::ops::RangeInclusive<u32>,
 ) -> Vec<TxDescriptor> {
-    (0..300)
+    (0..count)
         .map(|_| {
             loop {
                 let d = descriptor(rng, &mut bench.ports, conns);
-                if d.opcode != Opcode::Cm as u8 && (1..=64).contains(&d.payload_len) {
+                if d.opcode != Opcode::Cm as u8 && lens.contains(&d.payload_len) {
                     break d;
                 }
             }
@@ -877,13 +879,14 @@ fn small_descriptors(
         .collect()
 }
 
-/// The two limits on reads in flight, each reached and honoured (the path must wait at it and
-/// still match the model):
+/// The three limits on reads in flight, each reached and honoured (the path must wait at it
+/// and still match the model):
 /// - the 32 read tags: descriptors posted one at a time while reads take 2,000 cycles, into a
 ///   128-slot ring, so each post starts its own descriptor read and each descriptor that
 ///   arrives its payload read;
 /// - the 32 fault bits of payload reads not yet retired: a MAC far slower than the DMA, so
-///   payload read ahead waits behind the frame leaving, and some of those reads fault.
+///   payload read ahead waits behind the frame leaving, and some of those reads fault;
+/// - room in the 16 KB payload ring: the same slow MAC with payloads of 1 KB to 8 KB.
 #[test]
 fn read_limits_are_reached_and_the_path_waits() {
     let slow_reads = Timing {
@@ -899,7 +902,8 @@ fn read_limits_are_reached_and_the_path_waits() {
     };
     bench.reg(regs::TXQ_LOG_SIZE, 7);
     for gap in [1, 4, 16] {
-        let descs = small_descriptors(&mut bench, &mut rng, &conns);
+        // Small payloads: one read each, never waiting for room in the payload ring.
+        let descs = data_descriptors(&mut bench, &mut rng, &conns, 300, 1..=64);
         bench.stream(
             &descs,
             gap,
@@ -919,9 +923,12 @@ fn read_limits_are_reached_and_the_path_waits() {
         stall: 0.0,
         mac_stall: 0.9,
     });
-    let descs = small_descriptors(&mut bench, &mut rng, &conns);
-    bench.post(&descs[..100]);
+    let descs = data_descriptors(&mut bench, &mut rng, &conns, 100, 1..=64);
+    bench.post(&descs);
     bench.service("slow MAC");
+    let descs = data_descriptors(&mut bench, &mut rng, &conns, 40, 1024..=MAX_PAYLOAD_LEN);
+    bench.post(&descs);
+    bench.service("slow MAC, large payloads");
     println!(
         "{} frames, {} events, up to {most} reads in flight",
         bench.frames, bench.events
