@@ -1033,14 +1033,14 @@ impl<const C: usize> Logic for TxEngine<C> {
     fn update(&mut self) {
         dff_setup!(
             self, clock, fetch, fetched, pf_addr, pf_n, pf_arm, single, desc_out, desc_drop, dbeat,
-            tq_desc, tq_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done, rc_used, tq_full, rc_full, room_ok,
-            pres, pwr, hend, low_q, cm, cm_busy, lf, la_run, la_cnt, nf, nf_bad, nf_valid, fstate,
-            fdesc, f, op_ok, is_cm, is_write, has_imm, thlen, imm_at, conn_ok, len_bad, port_bad,
-            chk_q, fbeats, req_addr, req_len, lb, lb_run, lb_cnt, nb, nj, nb_valid, state, head,
-            stale, desc, job, conn_q, reason, th, j_valid, j_dst_mac, j_src_mac, j_vlan, j_tci,
-            j_ipv6, j_sip, j_dip, j_dscp, j_sport, j_dport, j_opcode, j_se, j_dest, j_ack, j_psn,
-            j_th, j_thlen, j_plen, j_port, j_beats, j_start, streaming, left, rptr, pend,
-            pend_start, pend_beats, cb_pend, cb_amount
+            tq_desc, tq_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done, rc_used, tq_full, rc_full,
+            room_ok, pres, pwr, hend, low_q, cm, cm_busy, lf, la_run, la_cnt, nf, nf_bad, nf_valid,
+            fstate, fdesc, f, op_ok, is_cm, is_write, has_imm, thlen, imm_at, conn_ok, len_bad,
+            port_bad, chk_q, fbeats, req_addr, req_len, lb, lb_run, lb_cnt, nb, nj, nb_valid,
+            state, head, stale, desc, job, conn_q, reason, th, j_valid, j_dst_mac, j_src_mac,
+            j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp, j_sport, j_dport, j_opcode, j_se, j_dest,
+            j_ack, j_psn, j_th, j_thlen, j_plen, j_port, j_beats, j_start, streaming, left, rptr,
+            pend, pend_start, pend_beats, cb_pend, cb_amount
         );
         self.ctab.read_clock.next = self.clock.val();
         self.ctab.write_clock.next = self.clock.val();

@@ -329,8 +329,9 @@ impl RtlTxPath {
             let t = self.timing;
             let req_ready = !self.rng.chance(t.stall);
             // Drawn only when set, so that the other timings keep their random streams.
-            let m_ready =
-                !self.rng.chance(t.stall) && !(t.mac_stall > 0.0 && self.rng.chance(t.mac_stall));
+            let m_stalled =
+                self.rng.chance(t.stall) || (t.mac_stall > 0.0 && self.rng.chance(t.mac_stall));
+            let m_ready = !m_stalled;
             let ev_ready = !self.rng.chance(t.stall);
             let gap = self.rng.chance(t.beat_gap);
             self.set("rd_req_ready", req_ready as u64);
