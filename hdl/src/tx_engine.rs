@@ -511,7 +511,7 @@ pub struct TxEngine<const C: usize> {
     occ: Signal<Local, Bits<IDX_BITS>>,
     s_rem: Signal<Local, Bits<IDX_BITS>>,
     t_rem: Signal<Local, Bits<32>>,
-    w_rem: Signal<Local, Bits<32>>,
+    w_last: Signal<Local, Bits<32>>,
     c_t: Signal<Local, Bits<4>>,
     c_w: Signal<Local, Bits<4>>,
     ahead: Signal<Local, Bits<IDX_BITS>>,
@@ -977,7 +977,7 @@ impl<const C: usize> Default for TxEngine<C> {
             occ: Default::default(),
             s_rem: Default::default(),
             t_rem: Default::default(),
-            w_rem: Default::default(),
+            w_last: Default::default(),
             c_t: Default::default(),
             c_w: Default::default(),
             ahead: Default::default(),
@@ -1314,14 +1314,16 @@ impl<const C: usize> Logic for TxEngine<C> {
             self.fetch.q.val().get_bits::<IDX_BITS>(0) - self.head.q.val().get_bits::<IDX_BITS>(0);
         self.s_rem.next = self.k_slots.val() - self.occ.val();
         self.t_rem.next = self.txq_tail.val() - self.fetch.q.val();
-        self.w_rem.next = (!self.fetch.q.val() & self.mask.val()) + 1_u64;
+        // Slots after `fetch` before the ring wraps: the batch may take one more than that, so a
+        // 3-bit increment (below 8 left) stands in for a 32-bit one.
+        self.w_last.next = !self.fetch.q.val() & self.mask.val();
         self.c_t.next = self.k_batch.val();
         if (self.t_rem.val() >> 3_u64) == 0_u64 {
             self.c_t.next = self.t_rem.val().get_bits::<4>(0);
         }
         self.c_w.next = self.k_batch.val();
-        if (self.w_rem.val() >> 3_u64) == 0_u64 {
-            self.c_w.next = self.w_rem.val().get_bits::<4>(0);
+        if (self.w_last.val() >> 3_u64) == 0_u64 {
+            self.c_w.next = bit_cast::<4, 3>(self.w_last.val().get_bits::<3>(0)) + 1_u64;
         }
         self.n_min.next = self.c_t.val();
         if self.c_w.val() < self.n_min.val() {
