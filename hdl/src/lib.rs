@@ -37,6 +37,7 @@ pub mod regs;
 pub mod rx_engine;
 pub mod rx_parse;
 pub mod rx_payload;
+pub mod skid;
 pub mod tx_engine;
 pub mod tx_frame;
 pub mod verilog;

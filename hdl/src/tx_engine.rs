@@ -57,6 +57,7 @@
 //! little-endian slice, so a layout change there moves the hardware with it or fails loudly.
 
 use crate::rx_engine::{PORT_BITS, table_sizes};
+use crate::skid::SkidBuffer;
 use crate::tx_frame::TxFrameBuilder;
 use ferroce_proto::hsi::{
     ConnectionEntry, Counter, Event, MAX_PAYLOAD_LEN, TX_DESCRIPTOR_LEN, TxDescriptor,
@@ -343,6 +344,9 @@ pub struct TxEngine<const C: usize> {
     jobs: RAM<Bits<JOB_BITS>, SLOT_BITS>,
     // The payload ring buffer.
     pbuf: RAM<Bits<64>, BUF_BITS>,
+    // The payload stream leaves through a register slice, so that neither the buffer's output
+    // nor the builder's ready crosses between the two blocks combinationally.
+    pay_slice: SkidBuffer<Bits<64>>,
 
     // Fetcher: `fetch` is the next ring index to read, `fetched` the end of what is in the
     // store; `pf_n` and `pf_addr` are the next read's size and address (registered, so they
@@ -830,6 +834,7 @@ impl<const C: usize> Default for TxEngine<C> {
             dstore_b: Default::default(),
             jobs: Default::default(),
             pbuf: Default::default(),
+            pay_slice: Default::default(),
             fetch: Default::default(),
             fetched: Default::default(),
             pf_addr: Default::default(),
@@ -1087,8 +1092,13 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.f_th_len.next = self.j_thlen.q.val();
         self.f_payload_len.next = self.j_plen.q.val();
         self.f_port.next = self.j_port.q.val();
-        self.p_tvalid.next = self.streaming.q.val();
-        self.p_tdata.next = self.pbuf.read_data.val();
+        self.pay_slice.clock.next = self.clock.val();
+        self.pay_slice.reset.next = self.reset.val();
+        self.pay_slice.in_valid.next = self.streaming.q.val();
+        self.pay_slice.in_data.next = self.pbuf.read_data.val();
+        self.pay_slice.out_ready.next = self.p_tready.val();
+        self.p_tvalid.next = self.pay_slice.out_valid.val();
+        self.p_tdata.next = self.pay_slice.out_data.val();
         self.pbuf.write_enable.next = false;
         self.pbuf.write_address.next = self.pwr.q.val().get_bits::<BUF_BITS>(0);
         self.pbuf.write_data.next = self.rd_tdata.val();
@@ -1712,7 +1722,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         // builder overlaps frames); its payload then waits in `pend` and streams right after.
         self.b_idle.next = !self.j_valid.q.val() & !self.streaming.q.val() & !self.pend.q.val();
         self.h_ok.next = !self.j_valid.q.val() & !self.pend.q.val();
-        self.b_take.next = self.streaming.q.val() & self.p_tready.val();
+        self.b_take.next = self.streaming.q.val() & self.pay_slice.in_ready.val();
         self.s_end.next = self.b_take.val() & (self.left.q.val() == 1_u64);
         self.rptr_next.next = self.rptr.q.val();
         if self.b_take.val() {
@@ -1959,6 +1969,7 @@ impl<const C: usize> Logic for TxEngine<C> {
             | !self.b_idle.val()
             | self.want.val()
             | (self.tq_n.val() != 0_u64)
+            | self.pay_slice.holding.val()
             | self.cb_pend.q.val();
         // Full: the pointers (one bit wider than the 32 entries) differ in the top bit only.
         self.tq_full.d.next = (self.tq_wr.d.val() ^ self.tq_rd.d.val()) == self.k_tags.val();

@@ -473,7 +473,12 @@ impl Bench {
         let size = 1u32 << self.log_size;
         let mut out = TxPathOutput::default();
         for d in descs {
+            let waiting_since = self.rtl.cycles();
             while self.tail.wrapping_sub(self.rtl.txq_head()) >= size {
+                assert!(
+                    self.rtl.cycles() - waiting_since < 1_000_000,
+                    "{label}: the ring stays full (TXQ_HEAD stuck)"
+                );
                 out.append(self.rtl.run_for(&mut self.mem, gap));
             }
             let slot = (self.tail % size) as u64;
