@@ -161,6 +161,9 @@ pub struct TxFrameBuilder {
     g_valid: DFF<Bit>,
     g_par: DFF<Bit>,
     hdr: DFF<Bits<1024>>,
+    // The header's 64 bits for beat k, selected a beat ahead (so no 16:1 select of the header
+    // waits for the beat counter in the cycle the beat is formed).
+    hdr_beat: DFF<Bits<64>>,
     // Bytes of the header, of header and payload, and of the frame with its ICRC from beat k
     // on (`len - 8k`, zero once past): set at load, 8 less with every beat, so that the lane
     // masks and the ICRC flag come from flip-flops and flat logic, not from a subtraction and
@@ -256,7 +259,7 @@ pub struct TxFrameBuilder {
     aligned: Signal<Local, Bits<64>>,
     need_pay: Signal<Local, Bit>,
     beat_out: Signal<Local, Bits<64>>,
-    hdr_beat: Signal<Local, Bits<64>>,
+    hdr_next: Signal<Local, Bits<64>>,
     pay_beat: Signal<Local, Bits<64>>,
     shift_r: Signal<Local, Bits<3>>,
     h_lanes: Signal<Local, Bits<8>>,
@@ -392,6 +395,7 @@ impl Default for TxFrameBuilder {
             g_valid: Default::default(),
             g_par: Default::default(),
             hdr: Default::default(),
+            hdr_beat: Default::default(),
             h_left: Default::default(),
             p_left: Default::default(),
             f_left: Default::default(),
@@ -470,7 +474,7 @@ impl Default for TxFrameBuilder {
             aligned: Default::default(),
             need_pay: Default::default(),
             beat_out: Default::default(),
-            hdr_beat: Default::default(),
+            hdr_next: Default::default(),
             pay_beat: Default::default(),
             shift_r: Default::default(),
             h_lanes: Default::default(),
@@ -564,6 +568,7 @@ impl Logic for TxFrameBuilder {
             g_valid,
             g_par,
             hdr,
+            hdr_beat,
             h_left,
             p_left,
             f_left,
@@ -751,17 +756,18 @@ impl Logic for TxFrameBuilder {
         }
 
         // ---- Generation of beat k of the current frame.
-        self.hdr_beat.next = 0.into();
-        for b in 0_usize..16 {
-            if self.k.q.val() == b.to_bits::<13>() {
-                self.hdr_beat.next = self.hdr.q.val().get_bits::<64>(960 - 64 * b);
+        // The header's bits for beat k + 1 (zero past the 16 beats a header can fill).
+        self.hdr_next.next = 0.into();
+        for b in 1_usize..16 {
+            if self.k.q.val() == (b - 1).to_bits::<13>() {
+                self.hdr_next.next = self.hdr.q.val().get_bits::<64>(960 - 64 * b);
             }
         }
         // Big-endian header bytes to little-endian lanes.
         self.lane.next = 0.into();
         for i in 0_usize..8 {
             self.lane.next = self.lane.val()
-                | (((self.hdr_beat.val() >> (56 - 8 * i).to_bits::<6>()) & 0xFF_u64)
+                | (((self.hdr_beat.q.val() >> (56 - 8 * i).to_bits::<6>()) & 0xFF_u64)
                     << (8 * i).to_bits::<6>());
         }
         self.running.next = self.g_valid.q.val();
@@ -1010,6 +1016,7 @@ impl Logic for TxFrameBuilder {
                 self.vj.d.next = self.vj.q.val() + 1_u64;
             }
             self.k.d.next = self.k.q.val() + 1_u64;
+            self.hdr_beat.d.next = self.hdr_next.val();
             self.h_left.d.next = 0.into();
             if self.h_left.q.val().get_bits::<13>(3) != 0_u64 {
                 self.h_left.d.next = self.h_left.q.val() - 8_u64;
@@ -1041,6 +1048,7 @@ impl Logic for TxFrameBuilder {
             self.g_valid.d.next = true;
             self.g_par.d.next = !self.g_par.q.val();
             self.hdr.d.next = self.nx_hdr.q.val();
+            self.hdr_beat.d.next = self.nx_hdr.q.val().get_bits::<64>(960);
             self.h_left.d.next = self.nx_hlen.q.val();
             self.p_left.d.next = self.nx_hlen.q.val() + self.nx_plen.q.val();
             self.f_left.d.next = self.nx_flen.q.val();
