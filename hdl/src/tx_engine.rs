@@ -350,12 +350,17 @@ pub struct TxEngine<const C: usize> {
 
     // Fetcher: `fetch` is the next ring index to read, `fetched` the end of what is in the
     // store; `pf_n` and `pf_addr` are the next read's size and address (registered, so they
-    // lag `fetch` by a cycle: `pf_arm` is low while they do).
+    // lag `fetch`: `pf_arm` and `pf_armed` are low while they do).
     fetch: DFF<Bits<32>>,
     fetched: DFF<Bits<32>>,
     pf_addr: DFF<Bits<64>>,
     pf_n: DFF<Bits<4>>,
     pf_arm: DFF<Bit>,
+    // `pf_arm` a cycle late, and the descriptors between `fetch` and the tail, registered: the
+    // next batch's size then comes from flip-flops, and lags `fetch` by two cycles, during
+    // which no batch read goes out.
+    pf_armed: DFF<Bit>,
+    t_rem_q: DFF<Bits<32>>,
     single: DFF<Bits<4>>,
     desc_out: DFF<Bits<TAG_PTR_BITS>>,
     desc_drop: DFF<Bits<TAG_PTR_BITS>>,
@@ -514,7 +519,6 @@ pub struct TxEngine<const C: usize> {
     desc_addr: Signal<Local, Bits<64>>,
     occ: Signal<Local, Bits<IDX_BITS>>,
     s_rem: Signal<Local, Bits<IDX_BITS>>,
-    t_rem: Signal<Local, Bits<32>>,
     w_last: Signal<Local, Bits<32>>,
     c_t: Signal<Local, Bits<4>>,
     c_w: Signal<Local, Bits<4>>,
@@ -840,6 +844,8 @@ impl<const C: usize> Default for TxEngine<C> {
             pf_addr: Default::default(),
             pf_n: Default::default(),
             pf_arm: Default::default(),
+            pf_armed: Default::default(),
+            t_rem_q: Default::default(),
             single: Default::default(),
             desc_out: Default::default(),
             desc_drop: Default::default(),
@@ -981,7 +987,6 @@ impl<const C: usize> Default for TxEngine<C> {
             desc_addr: Default::default(),
             occ: Default::default(),
             s_rem: Default::default(),
-            t_rem: Default::default(),
             w_last: Default::default(),
             c_t: Default::default(),
             c_w: Default::default(),
@@ -1037,15 +1042,15 @@ impl<const C: usize> Logic for TxEngine<C> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, fetch, fetched, pf_addr, pf_n, pf_arm, single, desc_out, desc_drop, dbeat,
-            tq_desc, tq_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done, rc_used, tq_full, rc_full,
-            room_ok, pres, pwr, hend, low_q, cm, cm_busy, lf, la_run, la_cnt, nf, nf_bad, nf_valid,
-            fstate, fdesc, f, op_ok, is_cm, is_write, has_imm, thlen, imm_at, conn_ok, len_bad,
-            port_bad, chk_q, fbeats, req_addr, req_len, lb, lb_run, lb_cnt, nb, nj, nb_valid,
-            state, head, stale, desc, job, conn_q, reason, th, j_valid, j_dst_mac, j_src_mac,
-            j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp, j_sport, j_dport, j_opcode, j_se, j_dest,
-            j_ack, j_psn, j_th, j_thlen, j_plen, j_port, j_beats, j_start, streaming, left, rptr,
-            pend, pend_start, pend_beats, cb_pend, cb_amount
+            self, clock, fetch, fetched, pf_addr, pf_n, pf_arm, pf_armed, t_rem_q, single,
+            desc_out, desc_drop, dbeat, tq_desc, tq_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done,
+            rc_used, tq_full, rc_full, room_ok, pres, pwr, hend, low_q, cm, cm_busy, lf, la_run,
+            la_cnt, nf, nf_bad, nf_valid, fstate, fdesc, f, op_ok, is_cm, is_write, has_imm, thlen,
+            imm_at, conn_ok, len_bad, port_bad, chk_q, fbeats, req_addr, req_len, lb, lb_run,
+            lb_cnt, nb, nj, nb_valid, state, head, stale, desc, job, conn_q, reason, th, j_valid,
+            j_dst_mac, j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp, j_sport, j_dport,
+            j_opcode, j_se, j_dest, j_ack, j_psn, j_th, j_thlen, j_plen, j_port, j_beats, j_start,
+            streaming, left, rptr, pend, pend_start, pend_beats, cb_pend, cb_amount
         );
         self.ctab.read_clock.next = self.clock.val();
         self.ctab.write_clock.next = self.clock.val();
@@ -1323,13 +1328,14 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.occ.next =
             self.fetch.q.val().get_bits::<IDX_BITS>(0) - self.head.q.val().get_bits::<IDX_BITS>(0);
         self.s_rem.next = self.k_slots.val() - self.occ.val();
-        self.t_rem.next = self.txq_tail.val() - self.fetch.q.val();
+        self.t_rem_q.d.next = self.txq_tail.val() - self.fetch.q.val();
+        self.pf_armed.d.next = self.pf_arm.q.val();
         // Slots after `fetch` before the ring wraps: the batch may take one more than that, so a
         // 3-bit increment (below 8 left) stands in for a 32-bit one.
         self.w_last.next = !self.fetch.q.val() & self.mask.val();
         self.c_t.next = self.k_batch.val();
-        if (self.t_rem.val() >> 3_u64) == 0_u64 {
-            self.c_t.next = self.t_rem.val().get_bits::<4>(0);
+        if (self.t_rem_q.q.val() >> 3_u64) == 0_u64 {
+            self.c_t.next = self.t_rem_q.q.val().get_bits::<4>(0);
         }
         self.c_w.next = self.k_batch.val();
         if (self.w_last.val() >> 3_u64) == 0_u64 {
@@ -1368,6 +1374,7 @@ impl<const C: usize> Logic for TxEngine<C> {
             self.f_can.next = self.f_can.val() & self.room_ok.q.val();
         }
         self.pf_go.next = self.pf_arm.q.val()
+            & self.pf_armed.q.val()
             & (self.pf_n.q.val() != 0_u64)
             & self.enable.val()
             & !self.tq_full.q.val()
