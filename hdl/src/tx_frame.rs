@@ -114,6 +114,9 @@ pub struct TxFrameBuilder {
     k_ipv6: Constant<Bits<16>>,
     k_udp: Constant<Bits<8>>,
     k_ttl: Constant<Bits<8>>,
+    // The IPv4 header sum's fixed part: version and header length, flags, TTL and protocol,
+    // and the 44 bytes the total length adds to the transport header and payload.
+    k_ip_fixed: Constant<Bits<20>>,
     k_pkey: Constant<Bits<16>>,
     k_mask_v4: [Constant<Bits<64>>; 8],
     k_mask_v6: [Constant<Bits<64>>; 8],
@@ -354,6 +357,12 @@ impl Default for TxFrameBuilder {
             k_ipv6: k(ethernet::ETHERTYPE_IPV6 as u64),
             k_udp: k(ip::PROTO_UDP as u64),
             k_ttl: k(TX_TTL as u64),
+            k_ip_fixed: k(0x4500
+                + 0x4000
+                + 24
+                + 20
+                + ((TX_TTL as u64) << 8)
+                + ip::PROTO_UDP as u64),
             k_pkey: k(bth::DEFAULT_PKEY as u64),
             k_mask_v4: core::array::from_fn(|j| k(stream_mask(false, j))),
             k_mask_v6: core::array::from_fn(|j| k(stream_mask(true, j))),
@@ -639,18 +648,18 @@ impl Logic for TxFrameBuilder {
             + 24_u64;
         self.q_tos.next =
             (bit_cast::<8, 6>(self.req_dscp.val()) << 2_u64) | bit_cast::<8, 2>(self.req_ecn.val());
-        self.q_sa.next = ((bits::<20>(0x45) << 8_u64) | bit_cast::<20, 8>(self.q_tos.val()))
-            + bit_cast::<20, 16>(self.q_l4.val() + 20_u64)
-            + bits::<20>(0x4000)
-            + ((bit_cast::<20, 8>(self.k_ttl.val()) << 8_u64)
-                | bit_cast::<20, 8>(self.k_udp.val()));
+        // Every word but the checksum: the fixed part, the ToS byte and the total length
+        // (transport header + payload + 44), as a tree of two-input adds from the request.
+        self.q_sa.next = (bit_cast::<20, 6>(self.req_th_len.val())
+            + bit_cast::<20, 14>(self.req_payload_len.val()))
+            + (bit_cast::<20, 8>(self.q_tos.val()) + self.k_ip_fixed.val());
         self.q_sb.next = bit_cast::<20, 16>(self.req_src_ip.val().get_bits::<16>(16))
             + bit_cast::<20, 16>(self.req_src_ip.val().get_bits::<16>(0));
         self.q_sc.next = bit_cast::<20, 16>(self.req_dst_ip.val().get_bits::<16>(16))
             + bit_cast::<20, 16>(self.req_dst_ip.val().get_bits::<16>(0));
         if self.req_valid.val() & !self.r_valid.q.val() {
             self.r_l4len.d.next = self.q_l4.val();
-            self.r_ck.d.next = self.q_sa.val() + self.q_sb.val() + self.q_sc.val();
+            self.r_ck.d.next = self.q_sa.val() + (self.q_sb.val() + self.q_sc.val());
             self.r_valid.d.next = true;
             self.r_dst_mac.d.next = self.req_dst_mac.val();
             self.r_src_mac.d.next = self.req_src_mac.val();
