@@ -441,16 +441,21 @@ impl Bench {
 
     /// Queues `descs` at the tail (a slot that is not mapped keeps no descriptor).
     fn post(&mut self, descs: &[TxDescriptor]) {
-        let size = 1u32 << self.log_size;
         for d in descs {
-            let slot = (self.tail % size) as u64;
-            let _ = self
-                .mem
-                .dma_write(RING + slot * TX_DESCRIPTOR_LEN as u64, &d.to_bytes());
-            self.tail = self.tail.wrapping_add(1);
+            self.write_at_tail(d);
         }
         let tail = self.tail;
         self.reg(regs::TXQ_TAIL, tail);
+    }
+
+    /// Writes `d` into the slot at the tail and moves the bench's tail past it (the registers
+    /// are left to the caller).
+    fn write_at_tail(&mut self, d: &TxDescriptor) {
+        let slot = (self.tail % (1u32 << self.log_size)) as u64;
+        let _ = self
+            .mem
+            .dma_write(RING + slot * TX_DESCRIPTOR_LEN as u64, &d.to_bytes());
+        self.tail = self.tail.wrapping_add(1);
     }
 
     /// Both sides process the ring at time `now`; everything they produce must agree.
@@ -481,14 +486,10 @@ impl Bench {
                 );
                 out.append(self.rtl.run_for(&mut self.mem, gap));
             }
-            let slot = (self.tail % size) as u64;
-            self.mem
-                .dma_write(RING + slot * TX_DESCRIPTOR_LEN as u64, &d.to_bytes())
-                .expect("ring slot mapped");
-            self.tail = self.tail.wrapping_add(1);
-            self.rtl.set_txq_tail(self.tail);
+            self.write_at_tail(d);
+            let tail = self.tail;
+            self.reg(regs::TXQ_TAIL, tail);
             // The model takes each descriptor at once (its slot is reused later).
-            self.model.write_reg(regs::TXQ_TAIL, self.tail);
             self.model.service_rings(&mut self.mem);
             out.append(self.rtl.run_for(&mut self.mem, gap));
         }

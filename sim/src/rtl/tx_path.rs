@@ -312,9 +312,8 @@ impl RtlTxPath {
         stop_at: Option<u64>,
     ) -> TxPathOutput {
         let mut out = TxPathOutput {
-            frames: Vec::new(),
-            events: Vec::new(),
             counters: core::mem::replace(&mut self.counted, [0; COUNTER_SLOTS]),
+            ..TxPathOutput::default()
         };
         let start = self.cycles;
         let mut quiet = 0;
