@@ -136,8 +136,9 @@ pub struct FlowTable<const A: usize> {
     out_ack_due: DFF<Bit>,
     out_unacked_one: DFF<Bit>,
     out_ce: DFF<Bits<16>>,
-    // The registers hold the entry at `index` (as the RAM has it).
+    // The registers hold the entry at `cached_index` (as the RAM has it).
     cached: DFF<Bit>,
+    cached_index: DFF<Bits<A>>,
     // Cycles until `run` describes the registered window (0: it does).
     settle: DFF<Bits<2>>,
 
@@ -225,6 +226,7 @@ impl<const A: usize> Default for FlowTable<A> {
             out_unacked_one: Default::default(),
             out_ce: Default::default(),
             cached: Default::default(),
+            cached_index: Default::default(),
             settle: Default::default(),
             word: Default::default(),
             hit: Default::default(),
@@ -284,6 +286,7 @@ impl<const A: usize> Logic for FlowTable<A> {
             group_q,
             chunk_q,
             cached,
+            cached_index,
             settle
         );
         self.ram.read_clock.next = self.clock.val();
@@ -344,7 +347,7 @@ impl<const A: usize> Logic for FlowTable<A> {
         if self.settle.q.val() != 0_u64 {
             self.settle.d.next = self.settle.q.val() - 1_u64;
         }
-        self.hit.next = self.cached.q.val() & (self.cmd_index.val() == self.index.q.val());
+        self.hit.next = self.cached.q.val() & (self.cmd_index.val() == self.cached_index.q.val());
         self.group_zero.next = 0.into();
         self.zero_found.next = false;
         for i in 0_usize..16 {
@@ -360,21 +363,23 @@ impl<const A: usize> Logic for FlowTable<A> {
         match self.phase.q.val() {
             Phase::Idle => {
                 self.cmd_ready.next = true;
+                // The operands are loaded in every Idle cycle, offered or not, so that their
+                // enables follow the phase alone and not the user's `cmd_valid`; only the phase
+                // waits for it. (`diff_q` is loaded again by Read on a miss.)
+                self.op.d.next = self.cmd_op.val();
+                self.index.d.next = self.cmd_index.val();
+                self.fsn.d.next = self.cmd_fsn.val();
+                self.ce.d.next = self.cmd_ce.val();
+                self.distance.d.next = self.cmd_distance.val();
+                self.diff_q.d.next = self.cmd_fsn.val() - self.cum.q.val();
                 if self.cmd_valid.val() {
-                    self.op.d.next = self.cmd_op.val();
-                    self.index.d.next = self.cmd_index.val();
-                    self.fsn.d.next = self.cmd_fsn.val();
-                    self.ce.d.next = self.cmd_ce.val();
-                    self.distance.d.next = self.cmd_distance.val();
                     if self.hit.val() {
                         // The registers hold this entry already.
-                        self.diff_q.d.next = self.cmd_fsn.val() - self.cum.q.val();
                         self.phase.d.next = Phase::Exec;
                         if self.cmd_op.val() == self.k_op_accept.val() {
                             self.phase.d.next = Phase::Run;
                         }
                     } else {
-                        self.cached.d.next = false;
                         self.phase.d.next = Phase::Read;
                     }
                 }
@@ -388,6 +393,7 @@ impl<const A: usize> Logic for FlowTable<A> {
                 self.ce_count.d.next = self.r_ce.val();
                 self.diff_q.d.next = self.diff.val();
                 self.cached.d.next = true;
+                self.cached_index.d.next = self.index.q.val();
                 self.settle.d.next = 2.into();
                 self.phase.d.next = Phase::Exec;
             }

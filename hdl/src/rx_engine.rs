@@ -569,6 +569,13 @@ pub struct RxEngine {
     tc_recv_q: DFF<Bit>,
     tc_flow_q: DFF<Bit>,
     tc_tag_reset_q: DFF<Bit>,
+    /// A table write decided in TblStart and done in the next cycle (TblDone), so that the
+    /// tables' write enables and data come from flip-flops and the held command instead of
+    /// from the decision.
+    tw_region_q: DFF<Bit>,
+    tw_conn_q: DFF<Bit>,
+    tw_rate_q: DFF<Bit>,
+    tw_recv_q: DFF<Bit>,
     tc_rdata_q: DFF<Bits<512>>,
     a_th_q: DFF<Bits<384>>,
     a_psn_q: DFF<Bits<24>>,
@@ -733,6 +740,10 @@ impl Logic for RxEngine {
             tc_recv_q,
             tc_flow_q,
             tc_tag_reset_q,
+            tw_region_q,
+            tw_conn_q,
+            tw_rate_q,
+            tw_recv_q,
             tc_rdata_q,
             a_th_q,
             a_psn_q,
@@ -773,15 +784,19 @@ impl Logic for RxEngine {
         self.recv_ram.read_address.next = self.recv_idx.q.val();
         self.slot_ram.read_address.next = self.slot_idx.q.val();
         self.meta_ram.read_address.next = self.flow_idx.q.val();
-        self.conn_ram.write_enable.next = false;
+        // The region, connection and rate tables are written only by table commands, one cycle
+        // after TblStart decided the write (`tw_*_q`): address and data always come from the
+        // held command, whatever the state.
+        self.conn_ram.write_enable.next = self.tw_conn_q.q.val();
         self.conn_ram.write_address.next = self.tc_index.val().get_bits::<CONN_BITS>(0);
-        self.conn_ram.write_data.next = 0.into();
-        self.rate_ram.write_enable.next = false;
+        self.rate_ram.write_enable.next = self.tw_rate_q.q.val();
         self.rate_ram.write_address.next = self.tc_index.val().get_bits::<CONN_BITS>(0);
-        self.rate_ram.write_data.next = 0.into();
-        self.region_ram.write_enable.next = false;
+        self.region_ram.write_enable.next = self.tw_region_q.q.val();
         self.region_ram.write_address.next = self.tc_index.val().get_bits::<REGION_BITS>(0);
-        self.region_ram.write_data.next = 0.into();
+        self.tw_region_q.d.next = false;
+        self.tw_conn_q.d.next = false;
+        self.tw_rate_q.d.next = false;
+        self.tw_recv_q.d.next = false;
         self.recv_ram.write_enable.next = false;
         self.recv_ram.write_address.next = self.recv_idx.q.val();
         self.recv_ram.write_data.next = 0.into();
@@ -1069,6 +1084,27 @@ impl Logic for RxEngine {
         self.conn_w0.next = self.tw.val().get_bits::<32>(0) & 0x3F07_u64;
         if self.tw.val().get_bit(2) {
             self.conn_w0.next = self.tw.val().get_bits::<32>(0) & 0xFFFF_3F07_u64;
+        }
+        // The table writes' data (`tw_*_q` above).
+        self.conn_ram.write_data.next = bit_cast::<448, 32>(self.conn_w0.val())
+            | (bit_cast::<448, 24>(self.tw.val().get_bits::<24>(32)) << 32_u64)
+            | (bit_cast::<448, 64>(self.tw.val().get_bits::<64>(64)) << 64_u64)
+            | (bit_cast::<448, 32>(self.tw.val().get_bits::<32>(128)) << 128_u64)
+            | (bit_cast::<448, 16>(self.tw.val().get_bits::<16>(160)) << 160_u64)
+            | (bit_cast::<448, 256>(self.tw.val().get_bits::<256>(192)) << 192_u64);
+        self.rate_ram.write_data.next = self.tw.val().get_bits::<32>(448);
+        if self.tc_rate_q.q.val() {
+            self.rate_ram.write_data.next = self.tw.val().get_bits::<32>(0);
+        }
+        self.region_ram.write_data.next =
+            (bit_cast::<160, 32>(self.tw.val().get_bits::<32>(0) & 0xFF_FF01_u64))
+                | (bit_cast::<160, 128>(self.tw.val().get_bits::<128>(32)) << 32_u64);
+        if self.tw_recv_q.q.val() {
+            // TblDone; TblStart loaded `recv_idx` with the command's index.
+            self.recv_ram.write_enable.next = true;
+            self.recv_ram.write_data.next =
+                (bit_cast::<160, 32>(self.tw.val().get_bits::<32>(0) & 1_u64))
+                    | (bit_cast::<160, 128>(self.tw.val().get_bits::<128>(32)) << 32_u64);
         }
 
         self.timer_armed.next = self.armed_count.q.val() != 0_u64;
@@ -1913,41 +1949,10 @@ impl Logic for RxEngine {
                     } else if !self.tc_idx_ok_q.q.val() {
                         self.tc_status_q.d.next = self.k.ts_bad_index.val();
                     } else if self.tc_write.val() {
-                        if self.tc_region_q.q.val() {
-                            self.region_ram.write_enable.next = true;
-                            self.region_ram.write_data.next = (bit_cast::<160, 32>(
-                                self.tw.val().get_bits::<32>(0) & 0xFF_FF01_u64,
-                            )) | (bit_cast::<160, 128>(
-                                self.tw.val().get_bits::<128>(32),
-                            ) << 32_u64);
-                        }
-                        if self.tc_conn_q.q.val() {
-                            self.conn_ram.write_enable.next = true;
-                            self.conn_ram.write_data.next = bit_cast::<448, 32>(self.conn_w0.val())
-                                | (bit_cast::<448, 24>(self.tw.val().get_bits::<24>(32)) << 32_u64)
-                                | (bit_cast::<448, 64>(self.tw.val().get_bits::<64>(64)) << 64_u64)
-                                | (bit_cast::<448, 32>(self.tw.val().get_bits::<32>(128))
-                                    << 128_u64)
-                                | (bit_cast::<448, 16>(self.tw.val().get_bits::<16>(160))
-                                    << 160_u64)
-                                | (bit_cast::<448, 256>(self.tw.val().get_bits::<256>(192))
-                                    << 192_u64);
-                            self.rate_ram.write_enable.next = true;
-                            self.rate_ram.write_data.next = self.tw.val().get_bits::<32>(448);
-                        }
-                        if self.tc_rate_q.q.val() {
-                            self.rate_ram.write_enable.next = true;
-                            self.rate_ram.write_data.next = self.tw.val().get_bits::<32>(0);
-                        }
-                        if self.tc_recv_q.q.val() {
-                            self.recv_ram.write_address.next =
-                                self.tc_index.val().get_bits::<RECV_INDEX_BITS>(0);
-                            self.recv_ram.write_enable.next = true;
-                            self.recv_ram.write_data.next =
-                                (bit_cast::<160, 32>(self.tw.val().get_bits::<32>(0) & 1_u64))
-                                    | (bit_cast::<160, 128>(self.tw.val().get_bits::<128>(32))
-                                        << 32_u64);
-                        }
+                        self.tw_region_q.d.next = self.tc_region_q.q.val();
+                        self.tw_conn_q.d.next = self.tc_conn_q.q.val();
+                        self.tw_rate_q.d.next = self.tc_conn_q.q.val() | self.tc_rate_q.q.val();
+                        self.tw_recv_q.d.next = self.tc_recv_q.q.val();
                         if self.tc_flow_q.q.val() {
                             self.hold.d.next = 1.into();
                             self.state.d.next = St::TblFlowMeta;
