@@ -22,7 +22,8 @@
 //! - output: a three-stage elastic buffer. Each beat carries its frame's parity; two output
 //!   contexts (frame length, beat count, ICRC, MAC port) by parity let one frame drain while
 //!   the next is generated. `m_tdest` is the port of the context of the beat on offer, so
-//!   every beat of a frame carries the same one. A beat holding ICRC lanes is offered only once its frame's CRC is complete.
+//!   every beat of a frame carries the same one. The ICRC lanes are filled at the output from
+//!   the context's CRC, which is final before any beat holding them can be offered (below).
 //!
 //! Back-pressure: generation stops when the buffer is full or a needed payload beat is
 //! missing; the output follows AXI4-Stream rules (a beat, once offered, stays until taken).
@@ -167,13 +168,11 @@ pub struct TxFrameBuilder {
     // The header's 64 bits for beat k, selected a beat ahead (so no 16:1 select of the header
     // waits for the beat counter in the cycle the beat is formed).
     hdr_beat: DFF<Bits<64>>,
-    // Bytes of the header, of header and payload, and of the frame with its ICRC from beat k
-    // on (`len - 8k`, zero once past): set at load, 8 less with every beat, so that the lane
-    // masks and the ICRC flag come from flip-flops and flat logic, not from a subtraction and
-    // a compare behind the beat counter.
+    // Bytes of the header and of header and payload from beat k on (`len - 8k`, zero once
+    // past): set at load, 8 less with every beat, so that the lane masks come from flip-flops
+    // and flat logic, not from a subtraction and a compare behind the beat counter.
     h_left: DFF<Bits<16>>,
     p_left: DFF<Bits<16>>,
-    f_left: DFF<Bits<16>>,
     hbeat: DFF<Bits<13>>,
     rsh: DFF<Bits<3>>,
     nbeats: DFF<Bits<13>>,
@@ -213,13 +212,11 @@ pub struct TxFrameBuilder {
 
     // Output contexts by frame parity.
     o0_live: DFF<Bit>,
-    o0_done: DFF<Bit>,
     o0_flen: DFF<Bits<16>>,
     o0_nbeats: DFF<Bits<13>>,
     o0_crc: DFF<Bits<32>>,
     o0_port: DFF<Bits<PORT_BITS>>,
     o1_live: DFF<Bit>,
-    o1_done: DFF<Bit>,
     o1_flen: DFF<Bits<16>>,
     o1_nbeats: DFF<Bits<13>>,
     o1_crc: DFF<Bits<32>>,
@@ -229,17 +226,14 @@ pub struct TxFrameBuilder {
     d1_valid: DFF<Bit>,
     d1_data: DFF<Bits<64>>,
     d1_k: DFF<Bits<13>>,
-    d1_icrc: DFF<Bit>,
     d1_par: DFF<Bit>,
     d2_valid: DFF<Bit>,
     d2_data: DFF<Bits<64>>,
     d2_k: DFF<Bits<13>>,
-    d2_icrc: DFF<Bit>,
     d2_par: DFF<Bit>,
     d3_valid: DFF<Bit>,
     d3_data: DFF<Bits<64>>,
     d3_k: DFF<Bits<13>>,
-    d3_icrc: DFF<Bit>,
     d3_par: DFF<Bit>,
     crc_full: Crc32Full,
     crc_tail: Crc32Tail,
@@ -250,7 +244,6 @@ pub struct TxFrameBuilder {
     o_free: Signal<Local, Bit>,
     cksum: Signal<Local, Bits<16>>,
     pay_ok: Signal<Local, Bit>,
-    out_ok: Signal<Local, Bit>,
     take3: Signal<Local, Bit>,
     free3: Signal<Local, Bit>,
     mv23: Signal<Local, Bit>,
@@ -301,7 +294,6 @@ pub struct TxFrameBuilder {
     o_nbeats: Signal<Local, Bits<13>>,
     o_crc: Signal<Local, Bits<32>>,
     o_port: Signal<Local, Bits<PORT_BITS>>,
-    o_done: Signal<Local, Bit>,
     last3: Signal<Local, Bit>,
     icrc: Signal<Local, Bits<32>>,
     out_data: Signal<Local, Bits<64>>,
@@ -407,7 +399,6 @@ impl Default for TxFrameBuilder {
             hdr_beat: Default::default(),
             h_left: Default::default(),
             p_left: Default::default(),
-            f_left: Default::default(),
             hbeat: Default::default(),
             rsh: Default::default(),
             nbeats: Default::default(),
@@ -437,13 +428,11 @@ impl Default for TxFrameBuilder {
             vp_full: Default::default(),
             crc: Default::default(),
             o0_live: Default::default(),
-            o0_done: Default::default(),
             o0_flen: Default::default(),
             o0_nbeats: Default::default(),
             o0_crc: Default::default(),
             o0_port: Default::default(),
             o1_live: Default::default(),
-            o1_done: Default::default(),
             o1_flen: Default::default(),
             o1_nbeats: Default::default(),
             o1_crc: Default::default(),
@@ -451,17 +440,14 @@ impl Default for TxFrameBuilder {
             d1_valid: Default::default(),
             d1_data: Default::default(),
             d1_k: Default::default(),
-            d1_icrc: Default::default(),
             d1_par: Default::default(),
             d2_valid: Default::default(),
             d2_data: Default::default(),
             d2_k: Default::default(),
-            d2_icrc: Default::default(),
             d2_par: Default::default(),
             d3_valid: Default::default(),
             d3_data: Default::default(),
             d3_k: Default::default(),
-            d3_icrc: Default::default(),
             d3_par: Default::default(),
             crc_full: Default::default(),
             crc_tail: Default::default(),
@@ -471,7 +457,6 @@ impl Default for TxFrameBuilder {
             o_free: Default::default(),
             cksum: Default::default(),
             pay_ok: Default::default(),
-            out_ok: Default::default(),
             take3: Default::default(),
             free3: Default::default(),
             mv23: Default::default(),
@@ -522,7 +507,6 @@ impl Default for TxFrameBuilder {
             o_nbeats: Default::default(),
             o_crc: Default::default(),
             o_port: Default::default(),
-            o_done: Default::default(),
             last3: Default::default(),
             icrc: Default::default(),
             out_data: Default::default(),
@@ -580,7 +564,6 @@ impl Logic for TxFrameBuilder {
             hdr_beat,
             h_left,
             p_left,
-            f_left,
             hbeat,
             rsh,
             nbeats,
@@ -610,13 +593,11 @@ impl Logic for TxFrameBuilder {
             vp_full,
             crc,
             o0_live,
-            o0_done,
             o0_flen,
             o0_nbeats,
             o0_crc,
             o0_port,
             o1_live,
-            o1_done,
             o1_flen,
             o1_nbeats,
             o1_crc,
@@ -624,17 +605,14 @@ impl Logic for TxFrameBuilder {
             d1_valid,
             d1_data,
             d1_k,
-            d1_icrc,
             d1_par,
             d2_valid,
             d2_data,
             d2_k,
-            d2_icrc,
             d2_par,
             d3_valid,
             d3_data,
             d3_k,
-            d3_icrc,
             d3_par
         );
         self.s_pay_tready.next = false;
@@ -817,24 +795,30 @@ impl Logic for TxFrameBuilder {
             | (self.aligned.val() & self.p_mask.val() & !self.h_mask.val());
 
         // ---- Output buffer: each stage moves on when the next one is free. A beat holding
-        // ICRC lanes is offered only once its frame's CRC is complete, so it never retracts
-        // `m_tvalid`.
+        // ICRC lanes needs no hold for its frame's CRC, which is final in time:
+        // - a step's result reaches the output context two cycles after the push of its beat
+        //   (the flush: three), and a beat pushed at cycle P is offered at P + 3 at the
+        //   earliest;
+        // - the frame's last CRC byte lies in the beat before the ICRC's last byte or in the
+        //   same beat, and the step covering it is that beat's, the next beat's, or (behind a
+        //   VLAN tag, when the ICRC sits in the last beat alone) the flush;
+        // - the ICRC's first bytes sit in the beat before the last only when the last needs no
+        //   payload, and then that beat leaves the first stage in the cycle the last is pushed.
+        // `back_to_back_frames_leave_without_a_gap` (a hold on the flush cost a cycle per frame
+        // of 1 to 3 bytes modulo 8) and the byte-exact tests under back-pressure check this.
         if self.d3_par.q.val() {
             self.o_flen.next = self.o1_flen.q.val();
             self.o_nbeats.next = self.o1_nbeats.q.val();
             self.o_crc.next = self.o1_crc.q.val();
             self.o_port.next = self.o1_port.q.val();
-            self.o_done.next = self.o1_done.q.val();
         } else {
             self.o_flen.next = self.o0_flen.q.val();
             self.o_nbeats.next = self.o0_nbeats.q.val();
             self.o_crc.next = self.o0_crc.q.val();
             self.o_port.next = self.o0_port.q.val();
-            self.o_done.next = self.o0_done.q.val();
         }
         self.pay_ok.next = !self.need_pay.val() | self.s_pay_tvalid.val();
-        self.out_ok.next = !self.d3_icrc.q.val() | self.o_done.val();
-        self.take3.next = self.d3_valid.q.val() & self.out_ok.val() & self.m_tready.val();
+        self.take3.next = self.d3_valid.q.val() & self.m_tready.val();
         self.free3.next = !self.d3_valid.q.val() | self.take3.val();
         self.mv23.next = self.d2_valid.q.val() & self.free3.val();
         self.free2.next = !self.d2_valid.q.val() | self.mv23.val();
@@ -951,8 +935,8 @@ impl Logic for TxFrameBuilder {
         // beat's (the tail: at most one per frame, and no step with lanes follows it) is
         // computed beside it. Every step with lanes also writes the state after it to the
         // output context of its frame's parity, so that context holds the frame's CRC after
-        // its last step with lanes. A frame's final step (its flush) marks the context done
-        // and leaves the running CRC at its start value for the next frame.
+        // its last step with lanes. A frame's final step (its flush) leaves the running CRC at
+        // its start value for the next frame.
         self.crc_full.crc_in.next = self.crc.q.val();
         self.crc_full.data.next = self.vp_data.q.val();
         self.crc_full.enable.next = self.vp_full.q.val();
@@ -973,11 +957,6 @@ impl Logic for TxFrameBuilder {
         }
         if self.vp_go.q.val() & self.vp_final.q.val() {
             self.crc.d.next = self.k_crc_lrh.val();
-            if self.vp_par.q.val() {
-                self.o1_done.d.next = true;
-            } else {
-                self.o0_done.d.next = true;
-            }
         }
 
         // ---- Generator and buffer moves.
@@ -995,7 +974,6 @@ impl Logic for TxFrameBuilder {
             self.d3_valid.d.next = true;
             self.d3_data.d.next = self.d2_data.q.val();
             self.d3_k.d.next = self.d2_k.q.val();
-            self.d3_icrc.d.next = self.d2_icrc.q.val();
             self.d3_par.d.next = self.d2_par.q.val();
             self.d2_valid.d.next = false;
         }
@@ -1003,7 +981,6 @@ impl Logic for TxFrameBuilder {
             self.d2_valid.d.next = true;
             self.d2_data.d.next = self.d1_data.q.val();
             self.d2_k.d.next = self.d1_k.q.val();
-            self.d2_icrc.d.next = self.d1_icrc.q.val();
             self.d2_par.d.next = self.d1_par.q.val();
             self.d1_valid.d.next = false;
         }
@@ -1011,9 +988,6 @@ impl Logic for TxFrameBuilder {
             self.d1_valid.d.next = true;
             self.d1_data.d.next = self.beat_out.val();
             self.d1_k.d.next = self.k.q.val();
-            // 8k + 8 > flen - 4: fewer than 12 bytes of the frame left from beat k.
-            self.d1_icrc.d.next = (self.f_left.q.val().get_bits::<12>(4) == 0_u64)
-                & (self.f_left.q.val().get_bits::<4>(0) < 12_u64);
             self.d1_par.d.next = self.g_par.q.val();
             if self.need_pay.val() {
                 self.carry.d.next = self.s_pay_tdata.val();
@@ -1033,10 +1007,6 @@ impl Logic for TxFrameBuilder {
             self.p_left.d.next = 0.into();
             if self.p_left.q.val().get_bits::<13>(3) != 0_u64 {
                 self.p_left.d.next = self.p_left.q.val() - 8_u64;
-            }
-            self.f_left.d.next = 0.into();
-            if self.f_left.q.val().get_bits::<13>(3) != 0_u64 {
-                self.f_left.d.next = self.f_left.q.val() - 8_u64;
             }
             self.k_ge_hbeat.d.next = self.k.q.val() + 1_u64 >= self.hbeat.q.val();
             self.at_last.d.next = self.k.q.val() + 2_u64 == self.nbeats.q.val();
@@ -1060,7 +1030,6 @@ impl Logic for TxFrameBuilder {
             self.hdr_beat.d.next = self.nx_hdr.q.val().get_bits::<64>(960);
             self.h_left.d.next = self.nx_hlen.q.val();
             self.p_left.d.next = self.nx_hlen.q.val() + self.nx_plen.q.val();
-            self.f_left.d.next = self.nx_flen.q.val();
             self.hbeat.d.next = self.nx_hbeat.q.val();
             self.rsh.d.next = self.nx_rsh.q.val();
             self.nbeats.d.next = self.nx_nbeats.q.val();
@@ -1083,13 +1052,11 @@ impl Logic for TxFrameBuilder {
             }
             if self.g_par.q.val() {
                 self.o0_live.d.next = true;
-                self.o0_done.d.next = false;
                 self.o0_flen.d.next = self.nx_flen.q.val();
                 self.o0_nbeats.d.next = self.nx_nbeats.q.val();
                 self.o0_port.d.next = self.nx_port.q.val();
             } else {
                 self.o1_live.d.next = true;
-                self.o1_done.d.next = false;
                 self.o1_flen.d.next = self.nx_flen.q.val();
                 self.o1_nbeats.d.next = self.nx_nbeats.q.val();
                 self.o1_port.d.next = self.nx_port.q.val();
@@ -1131,7 +1098,7 @@ impl Logic for TxFrameBuilder {
                     ) << (8 * i).to_bits::<6>());
             }
         }
-        self.m_tvalid.next = self.d3_valid.q.val() & self.out_ok.val();
+        self.m_tvalid.next = self.d3_valid.q.val();
         self.m_tdata.next = self.out_data.val();
         self.m_tkeep.next = self.out_keep.val();
         self.m_tlast.next = self.d3_valid.q.val() & self.last3.val();

@@ -68,6 +68,7 @@ pub struct RtlTxFrame {
     rtl: Rtl,
     p: Ports,
     cycles: u64,
+    gaps: u64,
 }
 
 fn be_words(bytes: &[u8], width_bits: usize) -> Vec<u32> {
@@ -129,7 +130,12 @@ impl RtlTxFrame {
             dest: o("m_tdest")?,
             out_ready: i("m_tready")?,
         };
-        let mut me = RtlTxFrame { rtl, p, cycles: 0 };
+        let mut me = RtlTxFrame {
+            rtl,
+            p,
+            cycles: 0,
+            gaps: 0,
+        };
         me.rtl.set_u64(me.p.reset, 1);
         me.edge();
         me.rtl.set_u64(me.p.reset, 0);
@@ -139,6 +145,12 @@ impl RtlTxFrame {
     /// Cycles simulated so far.
     pub fn cycles(&self) -> u64 {
         self.cycles
+    }
+
+    /// Cycles of the last burst, between its first output beat and its last, in which no beat
+    /// left: with neither payload nor output stalled, the builder promises none.
+    pub fn last_burst_gaps(&self) -> u64 {
+        self.gaps
     }
 
     fn edge(&mut self) {
@@ -189,6 +201,9 @@ impl RtlTxFrame {
         let mut frames = Vec::new();
         let mut cur = Vec::new();
         let mut cur_port = None;
+        let mut started = false;
+        let mut idle = 0;
+        self.gaps = 0;
         for _ in 0..100_000 * reqs.len().max(1) {
             if frames.len() == reqs.len() {
                 return frames;
@@ -208,7 +223,14 @@ impl RtlTxFrame {
             self.rtl.eval();
             let took_req = offered < reqs.len() && self.rtl.get_u64(self.p.ready) == 1;
             let took_pay = self.rtl.get_u64(self.p.pay_ready) == 1 && next < beats.len() && !hold;
-            if self.rtl.get_u64(self.p.out_valid) == 1 && !block {
+            let beat_out = self.rtl.get_u64(self.p.out_valid) == 1 && !block;
+            if started && !beat_out {
+                idle += 1;
+            }
+            if beat_out {
+                started = true;
+                self.gaps += idle;
+                idle = 0;
                 let data = self.rtl.get_u64(self.p.data).to_le_bytes();
                 let keep = self.rtl.get_u64(self.p.keep) as u8;
                 let port = self.rtl.get_u64(self.p.dest) as u8;
