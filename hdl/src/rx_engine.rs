@@ -526,6 +526,10 @@ pub struct RxEngine {
     distance: DFF<Bits<9>>,
     opens_gap: DFF<Bit>,
     verdict: DFF<Bits<6>>,
+    /// ConnChk refused the frame (`verdict` says why). ConnChk moves on by the opcode alone and
+    /// the next state reads this flag, so that the connection entry, straight from the block
+    /// RAM, decides two registers instead of the state.
+    cc_bad: DFF<Bit>,
     f_nak: DFF<Bit>,
     nak_reason: DFF<Bits<8>>,
     f_place: DFF<Bit>,
@@ -703,6 +707,7 @@ impl Logic for RxEngine {
             distance,
             opens_gap,
             verdict,
+            cc_bad,
             f_nak,
             nak_reason,
             f_place,
@@ -1258,6 +1263,7 @@ impl Logic for RxEngine {
                         }
                         self.ev.d.next = self.ev_w.val();
                     }
+                    self.cc_bad.d.next = false;
                     self.f_nak.d.next = false;
                     self.f_place.d.next = false;
                     self.f_account.d.next = false;
@@ -1374,7 +1380,13 @@ impl Logic for RxEngine {
                     self.conn.d.next = self.rc.val();
                     self.rate.d.next = self.rate_ram.read_data.val();
                     self.flow_idx.d.next = self.flow_sum.val().get_bits::<FLOW_BITS>(0);
-                    self.state.d.next = St::Finish;
+                    self.state.d.next = St::Classify;
+                    if (self.pr_opcode.val() == self.k.op_ack.val())
+                        | (self.pr_opcode.val() == self.k.op_nak.val())
+                    {
+                        self.state.d.next = St::RxEvent;
+                    }
+                    self.cc_bad.d.next = true;
                     if ((self.pr_dest_conn.val() >> self.k.conn_bits.val()) != 0_u64)
                         | !self.rc.val().get_bit(0)
                     {
@@ -1405,34 +1417,43 @@ impl Logic for RxEngine {
                         self.verdict.d.next = self.k.c_bad_flow.val();
                     } else if self.pr_opcode.val() == self.k.op_ack.val() {
                         self.verdict.d.next = self.k.c_acks.val();
-                        self.state.d.next = St::RxEvent;
+                        self.cc_bad.d.next = false;
                     } else if self.pr_opcode.val() == self.k.op_nak.val() {
                         self.verdict.d.next = self.k.c_naks.val();
-                        self.state.d.next = St::RxEvent;
+                        self.cc_bad.d.next = false;
                     } else if (self.flow_sum.val() >> self.k.flow_bits.val()) != 0_u64 {
                         self.verdict.d.next = self.k.c_bad_flow.val();
                     } else {
-                        self.state.d.next = St::Classify;
+                        self.cc_bad.d.next = false;
                     }
                 }
                 St::RxEvent => {
-                    self.ev_valid.next = true;
-                    if self.ev_ready.val() {
+                    if self.cc_bad.q.val() {
                         self.state.d.next = St::Finish;
+                    } else {
+                        self.ev_valid.next = true;
+                        if self.ev_ready.val() {
+                            self.state.d.next = St::Finish;
+                        }
                     }
                 }
                 St::Classify => {
-                    self.ft.cmd_valid.next = true;
-                    self.ft.cmd_op.next = self.k.ft_classify.val();
-                    self.ft.cmd_ce.next = self.d_ce.val();
-                    if self.ft.cmd_ready.val() {
-                        if self.d_ce.val() {
-                            self.cnt_valid.next = true;
-                            self.cnt_index.next = self.k.c_ce.val();
+                    // (rust-hdl drops match guards from the Verilog: test inside the arm.)
+                    if self.cc_bad.q.val() {
+                        self.state.d.next = St::Finish;
+                    } else {
+                        self.ft.cmd_valid.next = true;
+                        self.ft.cmd_op.next = self.k.ft_classify.val();
+                        self.ft.cmd_ce.next = self.d_ce.val();
+                        if self.ft.cmd_ready.val() {
+                            if self.d_ce.val() {
+                                self.cnt_valid.next = true;
+                                self.cnt_index.next = self.k.c_ce.val();
+                            }
+                            // Decide while the flow table classifies; ClsWait applies the class.
+                            self.cls_wait.d.next = true;
+                            self.state.d.next = St::Decide1;
                         }
-                        // Decide while the flow table classifies; ClsWait applies the class.
-                        self.cls_wait.d.next = true;
-                        self.state.d.next = St::Decide1;
                     }
                 }
                 St::ClsWait => {
