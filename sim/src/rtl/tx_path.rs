@@ -136,6 +136,11 @@ pub struct RtlTxPath {
     /// Counter increments made during an edge outside a run (a counter has no ready: a
     /// ring reset while busy can land on one); reported with the next run's.
     counted: [u64; COUNTER_SLOTS],
+    /// Output idle cycles since the first beat after the last `take_output_gaps`: counted
+    /// into `gaps` when another beat follows them.
+    out_started: bool,
+    out_idle: u64,
+    gaps: u64,
 }
 
 impl RtlTxPath {
@@ -154,6 +159,9 @@ impl RtlTxPath {
             timing,
             reads: VecDeque::new(),
             max_reads: 0,
+            out_started: false,
+            out_idle: 0,
+            gaps: 0,
             frame: Vec::new(),
             frame_port: None,
             counted: [0; COUNTER_SLOTS],
@@ -292,6 +300,15 @@ impl RtlTxPath {
         self.get("txq_head") as u32
     }
 
+    /// Cycles without an output beat between two beats since the last call (or since the
+    /// path was made), and starts counting afresh. A MAC that is always ready and reads that
+    /// keep up should see none between back-to-back frames.
+    pub fn take_output_gaps(&mut self) -> u64 {
+        self.out_started = false;
+        self.out_idle = 0;
+        core::mem::take(&mut self.gaps)
+    }
+
     /// Runs until the path is idle (nothing to fetch, every frame out, every read served),
     /// serving DMA reads from `mem`. Panics after `limit` cycles.
     pub fn run(&mut self, mem: &mut dyn HostMemory, limit: u64) -> TxPathOutput {
@@ -396,7 +413,15 @@ impl RtlTxPath {
                 let index = self.get("cnt_index") as usize;
                 out.counters[index] += self.get("cnt_amount");
             }
-            if self.get("m_tvalid") == 1 && m_ready {
+            let beat_out = self.get("m_tvalid") == 1 && m_ready;
+            if beat_out {
+                self.gaps += self.out_idle;
+                self.out_idle = 0;
+                self.out_started = true;
+            } else if self.out_started {
+                self.out_idle += 1;
+            }
+            if beat_out {
                 let data = self.get("m_tdata").to_le_bytes();
                 let keep = self.get("m_tkeep") as u8;
                 let port = self.get("m_tdest") as u8;
