@@ -1229,40 +1229,38 @@ impl Logic for RxEngine {
         } else {
             match self.state.q.val() {
                 St::Idle => {
-                    // A CM frame's event is loaded whatever is decided below (it is offered only
-                    // if the frame is taken and passes), so the event register's enable follows
-                    // the state and the opcode alone.
-                    if self.pr_opcode.val() == self.k.op_cm.val() {
-                        for i in 0_usize..6 {
-                            self.mac_sw.next = self.mac_sw.val()
-                                | (((self.pr_src_mac.val() >> (8 * i).to_bits::<6>()) & 0xFF_u64)
-                                    << (40 - 8 * i).to_bits::<6>());
-                        }
-                        for i in 0_usize..4 {
-                            self.sw_word.next = self.pr_src_ip.val().get_bits::<32>(32 * i);
-                            self.sw_swapped.next = (self.sw_word.val() << 24_u64)
-                                | ((self.sw_word.val() & 0xFF00_u64) << 8_u64)
-                                | ((self.sw_word.val() >> 8_u64) & 0xFF00_u64)
-                                | (self.sw_word.val() >> 24_u64);
-                            self.ip_sw.next = self.ip_sw.val()
-                                | (bit_cast::<128, 32>(self.sw_swapped.val())
-                                    << (96 - 32 * i).to_bits::<7>());
-                        }
-                        self.ev_w.next = bit_cast::<512, 8>(self.k.ev_cm.val())
-                            | (bit_cast::<512, 1>(self.pr_ipv6.val().into()) << 8_u64)
-                            | (bit_cast::<512, 1>(self.pr_vlan.val().into()) << 9_u64)
-                            | (bit_cast::<512, PORT_BITS>(self.pr_port.val()) << 12_u64)
-                            | (bit_cast::<512, 16>(self.pr_src_port.val()) << 16_u64)
-                            | (bit_cast::<512, 24>(self.pr_dest_conn.val()) << 32_u64)
-                            | (bit_cast::<512, 48>(self.mac_sw.val()) << 64_u64)
-                            | (bit_cast::<512, 128>(self.ip_sw.val()) << 128_u64)
-                            | (bit_cast::<512, 256>(self.swap_out.val()) << 256_u64);
-                        if self.pr_vlan.val() {
-                            self.ev_w.next = self.ev_w.val()
-                                | (bit_cast::<512, 16>(self.pr_vlan_tci.val()) << 112_u64);
-                        }
-                        self.ev.d.next = self.ev_w.val();
+                    // The event register is loaded with a CM event in every Idle cycle, whatever
+                    // the frame or the decision below (it is offered only for a CM frame that
+                    // is taken and passes), so its enable follows the state alone.
+                    for i in 0_usize..6 {
+                        self.mac_sw.next = self.mac_sw.val()
+                            | (((self.pr_src_mac.val() >> (8 * i).to_bits::<6>()) & 0xFF_u64)
+                                << (40 - 8 * i).to_bits::<6>());
                     }
+                    for i in 0_usize..4 {
+                        self.sw_word.next = self.pr_src_ip.val().get_bits::<32>(32 * i);
+                        self.sw_swapped.next = (self.sw_word.val() << 24_u64)
+                            | ((self.sw_word.val() & 0xFF00_u64) << 8_u64)
+                            | ((self.sw_word.val() >> 8_u64) & 0xFF00_u64)
+                            | (self.sw_word.val() >> 24_u64);
+                        self.ip_sw.next = self.ip_sw.val()
+                            | (bit_cast::<128, 32>(self.sw_swapped.val())
+                                << (96 - 32 * i).to_bits::<7>());
+                    }
+                    self.ev_w.next = bit_cast::<512, 8>(self.k.ev_cm.val())
+                        | (bit_cast::<512, 1>(self.pr_ipv6.val().into()) << 8_u64)
+                        | (bit_cast::<512, 1>(self.pr_vlan.val().into()) << 9_u64)
+                        | (bit_cast::<512, PORT_BITS>(self.pr_port.val()) << 12_u64)
+                        | (bit_cast::<512, 16>(self.pr_src_port.val()) << 16_u64)
+                        | (bit_cast::<512, 24>(self.pr_dest_conn.val()) << 32_u64)
+                        | (bit_cast::<512, 48>(self.mac_sw.val()) << 64_u64)
+                        | (bit_cast::<512, 128>(self.ip_sw.val()) << 128_u64)
+                        | (bit_cast::<512, 256>(self.swap_out.val()) << 256_u64);
+                    if self.pr_vlan.val() {
+                        self.ev_w.next = self.ev_w.val()
+                            | (bit_cast::<512, 16>(self.pr_vlan_tci.val()) << 112_u64);
+                    }
+                    self.ev.d.next = self.ev_w.val();
                     self.cc_bad.d.next = false;
                     self.f_nak.d.next = false;
                     self.f_place.d.next = false;
@@ -1313,34 +1311,33 @@ impl Logic for RxEngine {
                     }
                 }
                 St::ConnChk => {
-                    // The ACK or NAK event is loaded whatever the checks below decide (a refused
-                    // frame never offers it), so the event register's enable follows the state
-                    // and the opcode, not the address compares: a shorter, more routable path.
-                    if self.pr_opcode.val() == self.k.op_ack.val() {
-                        self.ev_w.next = bit_cast::<512, 8>(self.k.ev_ack.val())
-                            | (bit_cast::<512, 1>(self.ack_ece.val().into()) << 8_u64)
-                            | (bit_cast::<512, 16>(self.d_flow.val()) << 16_u64)
-                            | (bit_cast::<512, 24>(self.pr_dest_conn.val()) << 32_u64)
-                            | (bit_cast::<512, 24>(self.pr_psn.val()) << 64_u64)
-                            | (bit_cast::<512, 16>(
-                                self.pr_th.val().get_bits::<16>(self.sh_a_ce.val().index()),
-                            ) << 96_u64)
-                            | (bit_cast::<512, 16>(
-                                self.pr_th
-                                    .val()
-                                    .get_bits::<16>(self.sh_a_refused.val().index()),
-                            ) << 112_u64)
-                            | (bit_cast::<512, 32>(
-                                self.pr_th
-                                    .val()
-                                    .get_bits::<32>(self.sh_a_rate.val().index()),
-                            ) << 128_u64)
-                            | (bit_cast::<512, 32>(
-                                self.pr_th.val().get_bits::<32>(self.sh_a_ts.val().index()),
-                            ) << 160_u64)
-                            | (bit_cast::<512, 256>(self.swap_out.val()) << 256_u64);
-                        self.ev.d.next = self.ev_w.val();
-                    } else if self.pr_opcode.val() == self.k.op_nak.val() {
+                    // The event register is loaded with an ACK event, or a NAK event for a NAK,
+                    // in every ConnChk cycle, whatever the checks below decide (it is offered
+                    // only for an ACK or NAK that passes), so its enable follows the state
+                    // alone, not the opcode or the address compares.
+                    self.ev_w.next = bit_cast::<512, 8>(self.k.ev_ack.val())
+                        | (bit_cast::<512, 1>(self.ack_ece.val().into()) << 8_u64)
+                        | (bit_cast::<512, 16>(self.d_flow.val()) << 16_u64)
+                        | (bit_cast::<512, 24>(self.pr_dest_conn.val()) << 32_u64)
+                        | (bit_cast::<512, 24>(self.pr_psn.val()) << 64_u64)
+                        | (bit_cast::<512, 16>(
+                            self.pr_th.val().get_bits::<16>(self.sh_a_ce.val().index()),
+                        ) << 96_u64)
+                        | (bit_cast::<512, 16>(
+                            self.pr_th
+                                .val()
+                                .get_bits::<16>(self.sh_a_refused.val().index()),
+                        ) << 112_u64)
+                        | (bit_cast::<512, 32>(
+                            self.pr_th
+                                .val()
+                                .get_bits::<32>(self.sh_a_rate.val().index()),
+                        ) << 128_u64)
+                        | (bit_cast::<512, 32>(
+                            self.pr_th.val().get_bits::<32>(self.sh_a_ts.val().index()),
+                        ) << 160_u64)
+                        | (bit_cast::<512, 256>(self.swap_out.val()) << 256_u64);
+                    if self.pr_opcode.val() == self.k.op_nak.val() {
                         self.ev_w.next = bit_cast::<512, 8>(self.k.ev_nak.val())
                             | (bit_cast::<512, 8>(
                                 self.pr_th
@@ -1361,8 +1358,8 @@ impl Logic for RxEngine {
                                     .val()
                                     .get_bits::<32>(self.sh_n_offset.val().index()),
                             ) << 160_u64);
-                        self.ev.d.next = self.ev_w.val();
                     }
+                    self.ev.d.next = self.ev_w.val();
                     // Start the Tag-context and region reads now: they arrive during classify.
                     self.recv_idx.d.next = (bit_cast::<RECV_INDEX_BITS, TAG_BITS>(
                         self.rc_tag_sum.val().get_bits::<TAG_BITS>(0),
