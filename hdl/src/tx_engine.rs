@@ -96,7 +96,7 @@ const TAG_BITS: usize = 5;
 /// ... and their pointers, one bit more.
 const TAG_PTR_BITS: usize = 6;
 /// Bits of a job record (the front end's decision for one descriptor; layout in `update`).
-const JOB_BITS: usize = 29;
+const JOB_BITS: usize = 20;
 
 // The widths below are fixed by the specification's sizes.
 const _: () = {
@@ -408,7 +408,6 @@ pub struct TxEngine<const C: usize> {
     is_write: DFF<Bit>,
     has_imm: DFF<Bit>,
     thlen: DFF<Bits<6>>,
-    imm_at: DFF<Bits<9>>,
     conn_ok: DFF<Bit>,
     len_bad: DFF<Bit>,
     port_bad: DFF<Bit>,
@@ -513,7 +512,6 @@ pub struct TxEngine<const C: usize> {
     b_is_write: Signal<Local, Bit>,
     b_has_imm: Signal<Local, Bit>,
     b_thlen: Signal<Local, Bits<6>>,
-    b_imm_at: Signal<Local, Bits<9>>,
     b_beats: Signal<Local, Bits<PTR_BITS>>,
     mask: Signal<Local, Bits<32>>,
     desc_addr: Signal<Local, Bits<64>>,
@@ -653,6 +651,16 @@ impl<const C: usize> Default for TxEngine<C> {
             .filter(|o| o.is_data())
             .collect();
         assert_eq!(data_ops.len(), 4, "four data opcodes");
+        // The immediate's place is selected by the Write flag alone (see `th_data`).
+        let imm_writes: Vec<bool> = data_ops
+            .iter()
+            .filter(|o| o.has_imm())
+            .map(|o| o.is_write())
+            .collect();
+        assert!(
+            imm_writes.len() == 2 && imm_writes[0] != imm_writes[1],
+            "one data opcode with an immediate per Write flag"
+        );
         let imm_byte = |o: Opcode| FDH_LEN + if o.is_write() { RETH_LEN } else { 0 };
         // The TxError event: the bytes that do not depend on any field (its kind), the reason
         // byte found where the encodings of different reasons differ.
@@ -882,7 +890,6 @@ impl<const C: usize> Default for TxEngine<C> {
             is_write: Default::default(),
             has_imm: Default::default(),
             thlen: Default::default(),
-            imm_at: Default::default(),
             conn_ok: Default::default(),
             len_bad: Default::default(),
             port_bad: Default::default(),
@@ -981,7 +988,6 @@ impl<const C: usize> Default for TxEngine<C> {
             b_is_write: Default::default(),
             b_has_imm: Default::default(),
             b_thlen: Default::default(),
-            b_imm_at: Default::default(),
             b_beats: Default::default(),
             mask: Default::default(),
             desc_addr: Default::default(),
@@ -1046,11 +1052,11 @@ impl<const C: usize> Logic for TxEngine<C> {
             desc_out, desc_drop, dbeat, tq_desc, tq_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done,
             rc_used, tq_full, rc_full, room_ok, pres, pwr, hend, low_q, cm, cm_busy, lf, la_run,
             la_cnt, nf, nf_bad, nf_valid, fstate, fdesc, f, op_ok, is_cm, is_write, has_imm, thlen,
-            imm_at, conn_ok, len_bad, port_bad, chk_q, fbeats, req_addr, req_len, lb, lb_run,
-            lb_cnt, nb, nj, nb_valid, state, head, stale, desc, job, conn_q, reason, th, j_valid,
-            j_dst_mac, j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp, j_sport, j_dport,
-            j_opcode, j_se, j_dest, j_ack, j_psn, j_th, j_thlen, j_plen, j_port, j_beats, j_start,
-            streaming, left, rptr, pend, pend_start, pend_beats, cb_pend, cb_amount
+            conn_ok, len_bad, port_bad, chk_q, fbeats, req_addr, req_len, lb, lb_run, lb_cnt, nb,
+            nj, nb_valid, state, head, stale, desc, job, conn_q, reason, th, j_valid, j_dst_mac,
+            j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp, j_sport, j_dport, j_opcode,
+            j_se, j_dest, j_ack, j_psn, j_th, j_thlen, j_plen, j_port, j_beats, j_start, streaming,
+            left, rptr, pend, pend_start, pend_beats, cb_pend, cb_amount
         );
         self.ctab.read_clock.next = self.clock.val();
         self.ctab.write_clock.next = self.clock.val();
@@ -1302,7 +1308,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.e_pip.next = self.conn_q.q.val().get_bits::<128>(241);
 
         // ---- Job records: 0 fetch fault | 1 refused | 2..10 reason | 10 read issued | 11 CM |
-        // 12 Write | 13 immediate | 14..20 transport header length | 20..29 immediate position.
+        // 12 Write | 13 immediate | 14..20 transport header length.
         self.n_bad.next = self.nj.q.val().get_bit(0);
         self.n_refuse.next = self.nj.q.val().get_bit(1);
         self.n_reason.next = self.nj.q.val().get_bits::<8>(2);
@@ -1311,7 +1317,6 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.b_is_write.next = self.job.q.val().get_bit(12);
         self.b_has_imm.next = self.job.q.val().get_bit(13);
         self.b_thlen.next = self.job.q.val().get_bits::<6>(14);
-        self.b_imm_at.next = self.job.q.val().get_bits::<9>(20);
         self.b_beats.next = bit_cast::<PTR_BITS, 32>((self.d_plen.val() + 7_u64) >> 3_u64);
 
         // ---- Fetcher: the next batch, from registers into registers (`pf_n`, `pf_addr`), so
@@ -1541,13 +1546,11 @@ impl<const C: usize> Logic for TxEngine<C> {
                 self.thlen.d.next = self.k_cm_thlen.val();
                 self.is_write.d.next = false;
                 self.has_imm.d.next = false;
-                self.imm_at.d.next = 0.into();
                 for j in 0_usize..4 {
                     if self.g_opcode.val() == self.k_data_op[j].val() {
                         self.thlen.d.next = self.k_data_thlen[j].val();
                         self.is_write.d.next = self.k_data_write[j].val();
                         self.has_imm.d.next = self.k_data_imm[j].val();
-                        self.imm_at.d.next = self.k_data_imm_at[j].val();
                     }
                 }
                 self.conn_ok.d.next =
@@ -1621,8 +1624,7 @@ impl<const C: usize> Logic for TxEngine<C> {
             }
         }
         self.jw.next = (bit_cast::<JOB_BITS, 8>(self.jw_reason.val()) << 2_u64)
-            | (bit_cast::<JOB_BITS, 6>(self.thlen.q.val()) << 14_u64)
-            | (bit_cast::<JOB_BITS, 9>(self.imm_at.q.val()) << 20_u64);
+            | (bit_cast::<JOB_BITS, 6>(self.thlen.q.val()) << 14_u64);
         if self.jw_bad.val() {
             self.jw.next = self.jw.val() | self.k_job_bit.val();
         }
@@ -1697,9 +1699,17 @@ impl<const C: usize> Logic for TxEngine<C> {
                     | (bit_cast::<384, 64>(self.d_va.val()) << self.k_th_va.val())
                     | (bit_cast::<384, 32>(self.d_rkey.val()) << self.k_th_rkey.val());
             }
-            if self.b_has_imm.val() {
-                self.th_data.next = self.th_data.val()
-                    | (bit_cast::<384, 32>(self.d_imm.val()) << self.b_imm_at.val());
+            // The immediate's place is fixed by the opcode (Send or Write with immediate):
+            // a constant shift for each, selected by the Write flag, instead of a shift by
+            // a position from the job record.
+            for j in 0_usize..4 {
+                if self.b_has_imm.val()
+                    & self.k_data_imm[j].val()
+                    & (self.b_is_write.val() == self.k_data_write[j].val())
+                {
+                    self.th_data.next = self.th_data.val()
+                        | (bit_cast::<384, 32>(self.d_imm.val()) << self.k_data_imm_at[j].val());
+                }
             }
         }
         // The CM message goes out as read (its bytes are the header, first byte on top).
