@@ -1013,22 +1013,6 @@ impl Logic for RxEngine {
         self.ip_sw.next = 0.into();
         self.ev_w.next = 0.into();
         self.ack_th.next = 0.into();
-        // The ACK's transport header from the flow-table result on display (after an ACK step,
-        // or after the accept that an ACK follows), in the two states that load it into
-        // `a_th_q` (in every cycle: only the last, which moves on to AckSend, counts).
-        if (self.state.q.val() == St::Accept) | (self.state.q.val() == St::AckWait) {
-            self.ack_th.next = (bit_cast::<384, 16>(self.ack_flow.q.val()) << self.sh_a_flow.val())
-                | (bit_cast::<384, 16>(self.ft.res_ce.val()) << self.sh_a_ce.val())
-                | (bit_cast::<384, 16>(self.meta.q.val().get_bits::<16>(0))
-                    << self.sh_a_refused.val())
-                | (bit_cast::<384, 32>(self.rate.q.val()) << self.sh_a_rate.val())
-                | (bit_cast::<384, 32>(self.ack_ts.q.val()) << self.sh_a_ts.val())
-                | (bit_cast::<384, 256>(self.swap_out.val()) << self.sh_a_sack.val());
-            if self.ft.res_ce.val() != 0_u64 {
-                self.ack_th.next = self.ack_th.val()
-                    | (bit_cast::<384, 8>(self.k.ack_flag_ece.val()) << self.sh_a_flags.val());
-            }
-        }
 
         // Parse error code → its drop counter.
         self.err_cnt.next = self.k.e_bad_icrc.val();
@@ -1617,20 +1601,19 @@ impl Logic for RxEngine {
                     }
                 }
                 St::Nak => {
-                    // The NAK header is loaded in every Nak cycle (offered only when a NAK is
-                    // sent), so the 384-bit register's enable follows the state alone.
-                    self.a_th_q.d.next = (bit_cast::<384, 16>(self.d_flow.val())
-                        << self.sh_n_flow.val())
-                        | (bit_cast::<384, 8>(self.nak_reason.q.val()) << self.sh_n_reason.val())
-                        | (bit_cast::<384, 16>(self.d_tag.val()) << self.sh_n_tag.val())
-                        | (bit_cast::<384, 32>(self.d_msn.val()) << self.sh_n_msn.val())
-                        | (bit_cast::<384, 32>(self.d_offset.val()) << self.sh_n_offset.val());
                     if self.f_nak.q.val() {
                         self.a_opcode_q.d.next = self.k.op_nak.val();
                         self.a_psn_q.d.next = self.pr_psn.val();
                         self.a_src_port_q.d.next = self.pr_src_port.val();
                         self.a_port_q.d.next = self.pr_port.val();
                         self.a_th_len_q.d.next = self.k.nak_len.val();
+                        self.a_th_q.d.next = (bit_cast::<384, 16>(self.d_flow.val())
+                            << self.sh_n_flow.val())
+                            | (bit_cast::<384, 8>(self.nak_reason.q.val())
+                                << self.sh_n_reason.val())
+                            | (bit_cast::<384, 16>(self.d_tag.val()) << self.sh_n_tag.val())
+                            | (bit_cast::<384, 32>(self.d_msn.val()) << self.sh_n_msn.val())
+                            | (bit_cast::<384, 32>(self.d_offset.val()) << self.sh_n_offset.val());
                         self.f_nak.d.next = false;
                         self.hold.d.next = 0.into();
                         self.state.d.next = St::AckSend;
@@ -1738,7 +1721,6 @@ impl Logic for RxEngine {
                     }
                 }
                 St::Accept => {
-                    self.a_th_q.d.next = self.ack_th.val();
                     if !self.f_accept.q.val() {
                         self.state.d.next = self.after_ack.val();
                         if self.f_ack.q.val() {
@@ -1766,6 +1748,26 @@ impl Logic for RxEngine {
                                 self.a_src_port_q.d.next = self.ack_entropy.q.val();
                                 self.a_port_q.d.next = self.ack_port.q.val();
                                 self.a_th_len_q.d.next = self.k.ack_len.val();
+                                // The ACK's transport header from the flow-table result on display (after an
+                                // ACK step, or after the accept that an ACK follows: the same state).
+                                self.ack_th.next = (bit_cast::<384, 16>(self.ack_flow.q.val())
+                                    << self.sh_a_flow.val())
+                                    | (bit_cast::<384, 16>(self.ft.res_ce.val())
+                                        << self.sh_a_ce.val())
+                                    | (bit_cast::<384, 16>(self.meta.q.val().get_bits::<16>(0))
+                                        << self.sh_a_refused.val())
+                                    | (bit_cast::<384, 32>(self.rate.q.val())
+                                        << self.sh_a_rate.val())
+                                    | (bit_cast::<384, 32>(self.ack_ts.q.val())
+                                        << self.sh_a_ts.val())
+                                    | (bit_cast::<384, 256>(self.swap_out.val())
+                                        << self.sh_a_sack.val());
+                                if self.ft.res_ce.val() != 0_u64 {
+                                    self.ack_th.next = self.ack_th.val()
+                                        | (bit_cast::<384, 8>(self.k.ack_flag_ece.val())
+                                            << self.sh_a_flags.val());
+                                }
+                                self.a_th_q.d.next = self.ack_th.val();
                                 // The ACK covers everything: the timer has nothing left to do.
                                 self.meta.d.next =
                                     self.meta.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
@@ -1801,7 +1803,6 @@ impl Logic for RxEngine {
                     }
                 }
                 St::AckWait => {
-                    self.a_th_q.d.next = self.ack_th.val();
                     if self.ft.res_valid.val() {
                         self.f_ack.d.next = false;
                         self.a_opcode_q.d.next = self.k.op_ack.val();
@@ -1809,6 +1810,21 @@ impl Logic for RxEngine {
                         self.a_src_port_q.d.next = self.ack_entropy.q.val();
                         self.a_port_q.d.next = self.ack_port.q.val();
                         self.a_th_len_q.d.next = self.k.ack_len.val();
+                        // The ACK's transport header, as in Accept.
+                        self.ack_th.next = (bit_cast::<384, 16>(self.ack_flow.q.val())
+                            << self.sh_a_flow.val())
+                            | (bit_cast::<384, 16>(self.ft.res_ce.val()) << self.sh_a_ce.val())
+                            | (bit_cast::<384, 16>(self.meta.q.val().get_bits::<16>(0))
+                                << self.sh_a_refused.val())
+                            | (bit_cast::<384, 32>(self.rate.q.val()) << self.sh_a_rate.val())
+                            | (bit_cast::<384, 32>(self.ack_ts.q.val()) << self.sh_a_ts.val())
+                            | (bit_cast::<384, 256>(self.swap_out.val()) << self.sh_a_sack.val());
+                        if self.ft.res_ce.val() != 0_u64 {
+                            self.ack_th.next = self.ack_th.val()
+                                | (bit_cast::<384, 8>(self.k.ack_flag_ece.val())
+                                    << self.sh_a_flags.val());
+                        }
+                        self.a_th_q.d.next = self.ack_th.val();
                         // The ACK covers everything: the timer has nothing left to do.
                         self.meta.d.next = self.meta.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
                         self.state.d.next = St::AckSend;
