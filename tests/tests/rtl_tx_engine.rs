@@ -191,17 +191,24 @@ fn port(rng: &mut Rng, ports: u32) -> u8 {
     }
 }
 
+/// The data opcodes a descriptor may carry.
+const DATA_OPS: [Opcode; 4] = [
+    Opcode::Send,
+    Opcode::SendImm,
+    Opcode::Write,
+    Opcode::WriteImm,
+];
+
+/// The connections a data descriptor can be sent on: valid, with at least one flow.
+fn sending_connections(conns: &[ConnectionEntry]) -> Vec<u32> {
+    (0..conns.len() as u32)
+        .filter(|&i| conns[i as usize].valid && conns[i as usize].flow_count > 0)
+        .collect()
+}
+
 /// One random descriptor: mostly valid, every refusal now and then; its port from `ports`.
 fn descriptor(rng: &mut Rng, ports: &mut Rng, conns: &[ConnectionEntry]) -> TxDescriptor {
-    let data_ops = [
-        Opcode::Send,
-        Opcode::SendImm,
-        Opcode::Write,
-        Opcode::WriteImm,
-    ];
-    let valid: Vec<u32> = (0..conns.len() as u32)
-        .filter(|&i| conns[i as usize].valid && conns[i as usize].flow_count > 0)
-        .collect();
+    let valid = sending_connections(conns);
     let invalid: Vec<u32> = (0..conns.len() as u32)
         .filter(|&i| !conns[i as usize].valid)
         .collect();
@@ -210,7 +217,7 @@ fn descriptor(rng: &mut Rng, ports: &mut Rng, conns: &[ConnectionEntry]) -> TxDe
     let plen = payload_len(rng);
     let offset = rng.next_u32() >> 2;
     let mut d = TxDescriptor {
-        opcode: data_ops[rng.below(4) as usize] as u8,
+        opcode: DATA_OPS[rng.below(4) as usize] as u8,
         flags: rng.next_u8(),
         flow: rng.below(flow_count as u64) as u16,
         conn,
@@ -944,19 +951,11 @@ fn read_limits_are_reached_and_the_path_waits() {
 /// A data descriptor that passes every check (valid connection and flow, a port of the path,
 /// consistent lengths, mapped memory) with a `plen`-byte payload.
 fn sending_descriptor(rng: &mut Rng, conns: &[ConnectionEntry], plen: u32) -> TxDescriptor {
-    let data_ops = [
-        Opcode::Send,
-        Opcode::SendImm,
-        Opcode::Write,
-        Opcode::WriteImm,
-    ];
-    let valid: Vec<u32> = (0..conns.len() as u32)
-        .filter(|&i| conns[i as usize].valid && conns[i as usize].flow_count > 0)
-        .collect();
+    let valid = sending_connections(conns);
     let conn = valid[rng.below(valid.len() as u64) as usize];
     let offset = rng.next_u32() >> 8;
     TxDescriptor {
-        opcode: data_ops[rng.below(4) as usize] as u8,
+        opcode: DATA_OPS[rng.below(4) as usize] as u8,
         flags: rng.next_u8(),
         flow: rng.below(conns[conn as usize].flow_count as u64) as u16,
         conn,

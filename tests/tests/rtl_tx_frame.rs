@@ -22,15 +22,23 @@ const OPCODES: [Opcode; 7] = [
     Opcode::Cm,
 ];
 
-#[test]
-fn frames_match_the_specification_byte_for_byte() {
-    let mut rtl = match RtlTxFrame::new() {
-        Ok(t) => t,
+/// The verilated builder, or `None` (the test skipped) when the tools are missing and
+/// `FERROCE_ALLOW_MISSING_TOOLS` allows it.
+fn builder() -> Option<RtlTxFrame> {
+    match RtlTxFrame::new() {
+        Ok(t) => Some(t),
         Err(e) if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() => {
             println!("SKIPPED: {e}");
-            return;
+            None
         }
         Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn frames_match_the_specification_byte_for_byte() {
+    let Some(mut rtl) = builder() else {
+        return;
     };
     let count = if std::env::var_os("FERROCE_LONG").is_some() {
         50_000
@@ -111,13 +119,8 @@ fn request(n: usize, s: &mut Sample) -> (TxRequest, Vec<u8>) {
 /// the ICRC falls in the last beats and whether it straddles two).
 #[test]
 fn back_to_back_frames_leave_without_a_gap() {
-    let mut rtl = match RtlTxFrame::new() {
-        Ok(t) => t,
-        Err(e) if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() => {
-            println!("SKIPPED: {e}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
+    let Some(mut rtl) = builder() else {
+        return;
     };
     let mut rng = Rng::new(0x9a9);
     let mut n = 0;
