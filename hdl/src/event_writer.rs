@@ -4,10 +4,14 @@
 //! a full ring (`tail - head >= size`) or a faulted write drops the event and counts
 //! `EventOverflow`. With no ring configured (`EVQ_LOG_SIZE = 0`) events wait in their engines.
 //!
-//! The receive engine's port has priority; each event is eight 64-bit beats of one DMA write.
-//! One event waits in an input register while the one before is written, and is taken up in the
-//! cycle that write completes, so an event costs ten cycles (request, eight beats, completion)
-//! and a completion per minimum-size packet keeps up with the line.
+//! Each port has its own input register, and a port is ready exactly when its register is empty,
+//! so `ev0_ready` and `ev1_ready` come straight from flip-flops: neither engine's handshake waits
+//! on logic in the other (in the whole core that had been a path from the receive engine's state
+//! through this arbiter into the transmit engine's ring head). Events are written in the order
+//! they were taken, the receive engine's first when both arrive in one cycle. Each event is
+//! eight 64-bit beats of one DMA write; a waiting event is taken up in the cycle the write before
+//! it completes, so an event costs ten cycles (request, eight beats, completion) and a completion
+//! per minimum-size packet keeps up with the line.
 
 use crate::constants;
 use ferroce_proto::hsi::{Counter, EVENT_LEN};
@@ -89,9 +93,13 @@ pub struct EventWriter {
     k: EvConsts,
     state: DFF<EvSt>,
     ev: DFF<Bits<512>>,
-    // The next event, taken from an engine while `ev` is being written.
-    pend: DFF<Bit>,
-    ev_next: DFF<Bits<512>>,
+    // The input registers: an event taken from each port while `ev` is being written.
+    pend0: DFF<Bit>,
+    ev0_q: DFF<Bits<512>>,
+    pend1: DFF<Bit>,
+    ev1_q: DFF<Bits<512>>,
+    // With both registers full, port 1's event is the older one.
+    older1: DFF<Bit>,
     tail: DFF<Bits<32>>,
     beat: DFF<Bits<3>>,
     addr: DFF<Bits<64>>,
@@ -100,15 +108,21 @@ pub struct EventWriter {
     tail_now: Signal<Local, Bits<32>>,
     fill: Signal<Local, Bits<32>>,
     take: Signal<Local, Bit>,
+    // The port whose event is taken up when `take` is set.
+    take1: Signal<Local, Bit>,
+    load0: Signal<Local, Bit>,
+    load1: Signal<Local, Bit>,
 }
 
 impl Logic for EventWriter {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, state, ev, pend, ev_next, tail, beat, addr);
+        dff_setup!(
+            self, clock, state, ev, pend0, ev0_q, pend1, ev1_q, older1, tail, beat, addr
+        );
         self.k.reset.next = self.reset.val();
-        self.ev0_ready.next = false;
-        self.ev1_ready.next = false;
+        self.ev0_ready.next = !self.pend0.q.val() & (self.evq_log_size.val() != 0_u64);
+        self.ev1_ready.next = !self.pend1.q.val() & (self.evq_log_size.val() != 0_u64);
         self.evq_tail.next = self.tail.q.val();
         self.wr_valid.next = false;
         self.wr_addr.next = self.addr.q.val();
@@ -118,20 +132,22 @@ impl Logic for EventWriter {
         self.wr_tlast.next = self.beat.q.val() == self.k.beats_last.val();
         self.cnt_valid.next = false;
         self.cnt_index.next = self.k.c_overflow.val();
-        self.busy.next = (self.state.q.val() != EvSt::Idle) | self.pend.q.val();
+        self.busy.next =
+            (self.state.q.val() != EvSt::Idle) | self.pend0.q.val() | self.pend1.q.val();
         self.size.next = 1_u64.to_bits::<33>() << self.evq_log_size.val();
 
-        // The input register takes an event whenever it is empty (the receive engine first).
-        if !self.pend.q.val() & (self.evq_log_size.val() != 0_u64) {
-            if self.ev0_valid.val() {
-                self.ev0_ready.next = true;
-                self.pend.d.next = true;
-                self.ev_next.d.next = self.ev0_data.val();
-            } else if self.ev1_valid.val() {
-                self.ev1_ready.next = true;
-                self.pend.d.next = true;
-                self.ev_next.d.next = self.ev1_data.val();
-            }
+        // An input register takes its port's event whenever it is empty.
+        self.load0.next =
+            !self.pend0.q.val() & (self.evq_log_size.val() != 0_u64) & self.ev0_valid.val();
+        self.load1.next =
+            !self.pend1.q.val() & (self.evq_log_size.val() != 0_u64) & self.ev1_valid.val();
+        if self.load0.val() {
+            self.pend0.d.next = true;
+            self.ev0_q.d.next = self.ev0_data.val();
+        }
+        if self.load1.val() {
+            self.pend1.d.next = true;
+            self.ev1_q.d.next = self.ev1_data.val();
         }
 
         // The waiting event is taken up when the writer is idle, or in the cycle the write
@@ -139,11 +155,18 @@ impl Logic for EventWriter {
         self.tail_now.next = self.tail.q.val();
         self.take.next = false;
         if self.state.q.val() == EvSt::Idle {
-            self.take.next = self.pend.q.val();
+            self.take.next = self.pend0.q.val() | self.pend1.q.val();
         }
         if (self.state.q.val() == EvSt::Wait) & self.wr_done.val() & !self.wr_error.val() {
             self.tail_now.next = self.tail.q.val() + 1_u64;
-            self.take.next = self.pend.q.val();
+            self.take.next = self.pend0.q.val() | self.pend1.q.val();
+        }
+        self.take1.next = self.pend1.q.val() & (!self.pend0.q.val() | self.older1.q.val());
+        // Which event is older matters only while both wait; a new event is younger than the
+        // one left in the other register.
+        if self.load0.val() | self.load1.val() {
+            self.older1.d.next =
+                self.load0.val() & self.pend1.q.val() & !(self.take.val() & self.take1.val());
         }
         // 32-bit wrapping difference, as the model computes it.
         self.fill.next = self.tail_now.val() - self.evq_head.val();
@@ -179,8 +202,13 @@ impl Logic for EventWriter {
         }
         if self.take.val() {
             // A full ring drops the event (counted); otherwise it goes to slot `tail`.
-            self.pend.d.next = false;
-            self.ev.d.next = self.ev_next.q.val();
+            if self.take1.val() {
+                self.pend1.d.next = false;
+                self.ev.d.next = self.ev1_q.q.val();
+            } else {
+                self.pend0.d.next = false;
+                self.ev.d.next = self.ev0_q.q.val();
+            }
             self.beat.d.next = 0.into();
             self.addr.d.next = self.evq_base.val()
                 + (bit_cast::<64, 32>(
@@ -198,7 +226,9 @@ impl Logic for EventWriter {
         }
         if self.reset.val() {
             self.state.d.next = EvSt::Idle;
-            self.pend.d.next = false;
+            self.pend0.d.next = false;
+            self.pend1.d.next = false;
+            self.older1.d.next = false;
             self.tail.d.next = 0.into();
         }
     }
