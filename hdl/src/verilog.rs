@@ -36,6 +36,10 @@ pub fn all() -> Vec<(&'static str, String)> {
         ),
         ("nic", generate(crate::nic::NicCore::default())),
         ("tx_path", generate(crate::tx_engine::TxPath::default())),
+        (
+            "event_writer",
+            generate(crate::event_writer::EventWriter::default()),
+        ),
     ]
 }
 

@@ -6,6 +6,7 @@
 //! workspace that calls foreign code: the simulator is C++.
 #![allow(unsafe_code)]
 
+pub mod event_writer;
 pub mod flow_table;
 pub mod nic;
 pub mod rx_parser;
