@@ -518,7 +518,14 @@ pub struct RxEngine {
     flow_idx: DFF<Bits<FLOW_BITS>>,
     conn: DFF<Bits<448>>,
     rate: DFF<Bits<32>>,
-    meta: DFF<Bits<160>>,
+    // The flow's metadata, in two registers because they load under different conditions: the
+    // refusal count (bits 0..16 of the stored entry) follows every refusal decision; the rest
+    // (entropy, timestamp, ACK deadline and armed bit, port, connection, flow) loads once per
+    // frame and when the ACK timer changes.
+    meta_lo: DFF<Bits<16>>,
+    meta_hi: DFF<Bits<144>>,
+    // The two together, as stored.
+    meta: Signal<Local, Bits<160>>,
     meta_old_armed: DFF<Bit>,
     rb: DFF<Bits<160>>,
     slot: DFF<Bits<224>>,
@@ -647,7 +654,7 @@ pub struct RxEngine {
     tbl_ok: Signal<Local, Bit>,
     idx_ok: Signal<Local, Bit>,
     conn_w0: Signal<Local, Bits<32>>,
-    meta_refused: Signal<Local, Bits<160>>,
+    meta_refused: Signal<Local, Bits<16>>,
     rc_tag_sum: Signal<Local, Bits<17>>,
     after_nak: Signal<Local, St>,
     cls_ready: Signal<Local, Bit>,
@@ -660,7 +667,7 @@ pub struct RxEngine {
     after_account: Signal<Local, St>,
     cls_class: Signal<Local, Bits<2>>,
     meta_fresh: Signal<Local, Bits<160>>,
-    meta_fresh_refused: Signal<Local, Bits<160>>,
+    meta_fresh_refused: Signal<Local, Bits<16>>,
     take_frame: Signal<Local, Bit>,
     /// Timer scan, from the registered metadata: the flow's ACK deadline, whether it is armed
     /// and due, whether it is armed and earlier than the earliest seen, and that earliest.
@@ -699,7 +706,8 @@ impl Logic for RxEngine {
             flow_idx,
             conn,
             rate,
-            meta,
+            meta_lo,
+            meta_hi,
             meta_old_armed,
             rb,
             slot,
@@ -763,6 +771,8 @@ impl Logic for RxEngine {
             acc_one
         );
         clock!(self, clock, ft);
+        self.meta.next = (bit_cast::<160, 144>(self.meta_hi.q.val()) << 16_u64)
+            | bit_cast::<160, 16>(self.meta_lo.q.val());
         self.k.reset.next = self.reset.val();
         self.ft.reset.next = self.reset.val();
         self.ft.coalesce.next = self.ack_coalesce.val();
@@ -810,7 +820,7 @@ impl Logic for RxEngine {
         self.slot_ram.write_data.next = 0.into();
         self.meta_ram.write_enable.next = false;
         self.meta_ram.write_address.next = self.flow_idx.q.val();
-        self.meta_ram.write_data.next = self.meta.q.val();
+        self.meta_ram.write_data.next = self.meta.val();
 
         // Outputs default.
         self.pr_pop.next = false;
@@ -970,8 +980,7 @@ impl Logic for RxEngine {
             & self.k.ack_flag_ece.val())
             != 0_u64;
         // The flow's refusal count + 1, wrapping at 16 bits.
-        self.meta_refused.next = (self.meta.q.val() & !0xFFFF_u64.to_bits::<160>())
-            | bit_cast::<160, 16>(self.meta.q.val().get_bits::<16>(0) + 1_u64);
+        self.meta_refused.next = self.meta_lo.q.val() + 1_u64;
         self.due.next = self.now_ns.val() + bit_cast::<64, 32>(self.ack_delay.val());
 
         // ---- Byte swaps for the events and the ACK header, a 32-bit word at a time
@@ -1168,8 +1177,7 @@ impl Logic for RxEngine {
             | (bit_cast::<160, 16>(self.pr_src_port.val()) << 16_u64)
             | (bit_cast::<160, 32>(self.d_ts.val()) << 32_u64)
             | (bit_cast::<160, PORT_BITS>(self.pr_port.val()) << 129_u64);
-        self.meta_fresh_refused.next = (self.meta_fresh.val() & !0xFFFF_u64.to_bits::<160>())
-            | bit_cast::<160, 16>(self.meta_fresh.val().get_bits::<16>(0) + 1_u64);
+        self.meta_fresh_refused.next = self.meta_fresh.val().get_bits::<16>(0) + 1_u64;
         // Idle takes up the head frame when nothing else has priority.
         self.take_frame.next = self.pr_valid.val()
             & !self.tc_valid.val()
@@ -1212,11 +1220,11 @@ impl Logic for RxEngine {
             self.acc_one_v.next = self.ft.res_unacked_one.val();
         }
 
-        self.scan_deadline.next = self.meta.q.val().get_bits::<64>(64);
+        self.scan_deadline.next = self.meta.val().get_bits::<64>(64);
         self.scan_due.next =
-            self.meta.q.val().get_bit(128) & (self.scan_deadline.val() <= self.now_ns.val());
+            self.meta.val().get_bit(128) & (self.scan_deadline.val() <= self.now_ns.val());
         self.scan_earlier.next =
-            self.meta.q.val().get_bit(128) & (self.scan_deadline.val() < self.min_next.q.val());
+            self.meta.val().get_bit(128) & (self.scan_deadline.val() < self.min_next.q.val());
         self.scan_min.next = self.min_next.q.val();
         if self.scan_earlier.val() {
             self.scan_min.next = self.scan_deadline.val();
@@ -1462,7 +1470,8 @@ impl Logic for RxEngine {
                         if self.cls_class.val() == self.k.cls_dup.val() {
                             // The sender may have lost our ACK: tell it again at once.
                             self.verdict.d.next = self.k.c_duplicate.val();
-                            self.meta.d.next = self.meta_fresh.val();
+                            // Only the count: the rest was loaded from the same read in Decide1.
+                            self.meta_lo.d.next = self.meta_fresh.val().get_bits::<16>(0);
                             self.f_nak.d.next = false;
                             self.f_place.d.next = false;
                             self.f_account.d.next = false;
@@ -1488,7 +1497,7 @@ impl Logic for RxEngine {
                             }
                         } else {
                             self.verdict.d.next = self.k.c_oow.val();
-                            self.meta.d.next = self.meta_fresh.val();
+                            self.meta_lo.d.next = self.meta_fresh.val().get_bits::<16>(0);
                             self.f_place.d.next = false;
                             self.f_account.d.next = false;
                             self.f_accept.d.next = false;
@@ -1501,7 +1510,8 @@ impl Logic for RxEngine {
                 }
                 St::Decide1 => {
                     // The flow's metadata read (started in ConnChk) has arrived.
-                    self.meta.d.next = self.meta_fresh.val();
+                    self.meta_lo.d.next = self.meta_fresh.val().get_bits::<16>(0);
+                    self.meta_hi.d.next = self.meta_fresh.val().get_bits::<144>(16);
                     self.meta_old_armed.d.next = self.m_rd.val().get_bit(128);
                     self.ack_entropy.d.next = self.pr_src_port.val();
                     self.ack_port.d.next = self.pr_port.val();
@@ -1515,7 +1525,7 @@ impl Logic for RxEngine {
                         self.verdict.d.next = self.k.c_invalid.val();
                         self.f_nak.d.next = true;
                         self.nak_reason.d.next = self.k.nak_invalid.val();
-                        self.meta.d.next = self.meta_fresh_refused.val();
+                        self.meta_lo.d.next = self.meta_fresh_refused.val();
                         self.f_accept.d.next = true;
                         self.state.d.next = St::ClsWait;
                     } else {
@@ -1540,7 +1550,7 @@ impl Logic for RxEngine {
                         self.verdict.d.next = self.k.c_invalid.val();
                         self.f_nak.d.next = true;
                         self.nak_reason.d.next = self.k.nak_invalid.val();
-                        self.meta.d.next = self.meta_refused.val();
+                        self.meta_lo.d.next = self.meta_refused.val();
                         self.f_accept.d.next = true;
                     } else if self.rs_active_q.q.val() & !self.rs_same_msg_q.q.val() {
                         self.verdict.d.next = self.k.c_slot_busy.val();
@@ -1583,7 +1593,7 @@ impl Logic for RxEngine {
                             if !self.f_place.d.val() {
                                 self.f_nak.d.next = true;
                                 self.nak_reason.d.next = self.k.nak_access.val();
-                                self.meta.d.next = self.meta_refused.val();
+                                self.meta_lo.d.next = self.meta_refused.val();
                                 self.st_some.d.next = true;
                                 self.st_code.d.next = self.k.st_access.val();
                             }
@@ -1591,7 +1601,7 @@ impl Logic for RxEngine {
                             self.verdict.d.next = self.k.c_oob.val();
                             self.f_nak.d.next = true;
                             self.nak_reason.d.next = self.k.nak_invalid.val();
-                            self.meta.d.next = self.meta_refused.val();
+                            self.meta_lo.d.next = self.meta_refused.val();
                             self.st_some.d.next = true;
                             self.st_code.d.next = self.k.st_length.val();
                         } else {
@@ -1754,7 +1764,7 @@ impl Logic for RxEngine {
                                     << self.sh_a_flow.val())
                                     | (bit_cast::<384, 16>(self.ft.res_ce.val())
                                         << self.sh_a_ce.val())
-                                    | (bit_cast::<384, 16>(self.meta.q.val().get_bits::<16>(0))
+                                    | (bit_cast::<384, 16>(self.meta.val().get_bits::<16>(0))
                                         << self.sh_a_refused.val())
                                     | (bit_cast::<384, 32>(self.rate.q.val())
                                         << self.sh_a_rate.val())
@@ -1769,20 +1779,20 @@ impl Logic for RxEngine {
                                 }
                                 self.a_th_q.d.next = self.ack_th.val();
                                 // The ACK covers everything: the timer has nothing left to do.
-                                self.meta.d.next =
-                                    self.meta.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
+                                self.meta_hi.d.next =
+                                    self.meta_hi.q.val() & !(1_u64.to_bits::<144>() << 112_u64);
                                 self.state.d.next = St::AckSend;
                             }
                         } else if self.acc_one_v.val() & (self.ack_delay.val() != 0_u64) {
                             // The oldest packet the next ACK will cover: start the ACK timer.
-                            self.meta.d.next = (self.meta.q.val()
-                                & !(0xFFFF_FFFF_FFFF_FFFF_u64.to_bits::<160>() << 64_u64)
-                                & !(0xFF_FFFF_u64.to_bits::<160>() << 136_u64))
-                                | (bit_cast::<160, 64>(self.due.val()) << 64_u64)
-                                | (1_u64.to_bits::<160>() << 128_u64)
-                                | (bit_cast::<160, 8>(self.pr_dest_conn.val().get_bits::<8>(0))
-                                    << 136_u64)
-                                | (bit_cast::<160, 16>(self.d_flow.val()) << 144_u64);
+                            self.meta_hi.d.next = (self.meta_hi.q.val()
+                                & !(0xFFFF_FFFF_FFFF_FFFF_u64.to_bits::<144>() << 48_u64)
+                                & !(0xFF_FFFF_u64.to_bits::<144>() << 120_u64))
+                                | (bit_cast::<144, 64>(self.due.val()) << 48_u64)
+                                | (1_u64.to_bits::<144>() << 112_u64)
+                                | (bit_cast::<144, 8>(self.pr_dest_conn.val().get_bits::<8>(0))
+                                    << 120_u64)
+                                | (bit_cast::<144, 16>(self.d_flow.val()) << 128_u64);
                             if (self.armed_count.q.val() == 0_u64)
                                 | (self.due.val() < self.min_due.q.val())
                             {
@@ -1814,7 +1824,7 @@ impl Logic for RxEngine {
                         self.ack_th.next = (bit_cast::<384, 16>(self.ack_flow.q.val())
                             << self.sh_a_flow.val())
                             | (bit_cast::<384, 16>(self.ft.res_ce.val()) << self.sh_a_ce.val())
-                            | (bit_cast::<384, 16>(self.meta.q.val().get_bits::<16>(0))
+                            | (bit_cast::<384, 16>(self.meta.val().get_bits::<16>(0))
                                 << self.sh_a_refused.val())
                             | (bit_cast::<384, 32>(self.rate.q.val()) << self.sh_a_rate.val())
                             | (bit_cast::<384, 32>(self.ack_ts.q.val()) << self.sh_a_ts.val())
@@ -1826,7 +1836,8 @@ impl Logic for RxEngine {
                         }
                         self.a_th_q.d.next = self.ack_th.val();
                         // The ACK covers everything: the timer has nothing left to do.
-                        self.meta.d.next = self.meta.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
+                        self.meta_hi.d.next =
+                            self.meta_hi.q.val() & !(1_u64.to_bits::<144>() << 112_u64);
                         self.state.d.next = St::AckSend;
                     }
                 }
@@ -1849,10 +1860,10 @@ impl Logic for RxEngine {
                 }
                 St::MetaWb => {
                     self.meta_ram.write_enable.next = true;
-                    if self.meta.q.val().get_bit(128) & !self.meta_old_armed.q.val() {
+                    if self.meta.val().get_bit(128) & !self.meta_old_armed.q.val() {
                         self.armed_count.d.next = self.armed_count.q.val() + 1_u64;
                     }
-                    if !self.meta.q.val().get_bit(128) & self.meta_old_armed.q.val() {
+                    if !self.meta.val().get_bit(128) & self.meta_old_armed.q.val() {
                         self.armed_count.d.next = self.armed_count.q.val() - 1_u64;
                     }
                     // Then finish the frame, in this cycle if the extractor allows.
@@ -1889,7 +1900,8 @@ impl Logic for RxEngine {
                 St::ScanCheck => {
                     // The metadata is registered here and decided on in ScanDecide, so that no
                     // compare hangs off the block RAM's output.
-                    self.meta.d.next = self.m_rd.val();
+                    self.meta_lo.d.next = self.m_rd.val().get_bits::<16>(0);
+                    self.meta_hi.d.next = self.m_rd.val().get_bits::<144>(16);
                     self.meta_old_armed.d.next = self.m_rd.val().get_bit(128);
                     self.conn_addr.d.next = self.m_rd.val().get_bits::<CONN_BITS>(136);
                     self.ack_entropy.d.next = self.m_rd.val().get_bits::<16>(16);
@@ -1932,13 +1944,14 @@ impl Logic for RxEngine {
                         self.f_ack.d.next = true;
                         self.state.d.next = St::AckCmd;
                     } else {
-                        self.meta.d.next = self.meta.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
+                        self.meta_hi.d.next =
+                            self.meta_hi.q.val() & !(1_u64.to_bits::<144>() << 112_u64);
                         self.state.d.next = St::ScanWb;
                     }
                 }
                 St::ScanWb => {
                     self.meta_ram.write_enable.next = true;
-                    if !self.meta.q.val().get_bit(128) & self.meta_old_armed.q.val() {
+                    if !self.meta.val().get_bit(128) & self.meta_old_armed.q.val() {
                         self.armed_count.d.next = self.armed_count.q.val() - 1_u64;
                     }
                     self.state.d.next = St::ScanNext;
