@@ -533,10 +533,20 @@ pub struct RxEngine {
     distance: DFF<Bits<9>>,
     opens_gap: DFF<Bit>,
     verdict: DFF<Bits<6>>,
-    /// ConnChk refused the frame (`verdict` says why). ConnChk moves on by the opcode alone and
-    /// the next state reads this flag, so that the connection entry, straight from the block
-    /// RAM, decides two registers instead of the state.
-    cc_bad: DFF<Bit>,
+    /// The connection checks, registered in every cycle from the connection entry straight
+    /// from the block RAM, so that the entry feeds flip-flops without enables: ConnChk moves on
+    /// by the opcode alone, and the next state (Classify for data, RxEvent for ACK and NAK)
+    /// decides from these flags and sets `verdict`. They hold while the frame is processed (the
+    /// entry's address and the parse result hold). Unknown connection:
+    cc_unknown_q: DFF<Bit>,
+    /// Address family or an address differs from the entry.
+    cc_addr_q: DFF<Bit>,
+    /// The flow number is not below the connection's flow count.
+    cc_flow_q: DFF<Bit>,
+    /// The connection's first flow plus the flow number is past the flow table (data only).
+    cc_over_q: DFF<Bit>,
+    /// ConnChk was passed: RxEvent reports an ACK or NAK (else a CM frame, unchecked).
+    cc_checked: DFF<Bit>,
     f_nak: DFF<Bit>,
     nak_reason: DFF<Bits<8>>,
     f_place: DFF<Bit>,
@@ -626,6 +636,11 @@ pub struct RxEngine {
     c_peer_ip: Signal<Local, Bits<128>>,
     rc: Signal<Local, Bits<448>>,
     flow_sum: Signal<Local, Bits<17>>,
+    // The connection checks refuse the frame (ACK and NAK: all but `cc_over_q`).
+    cc_refused: Signal<Local, Bit>,
+    cc_refused_ctl: Signal<Local, Bit>,
+    // Why, as a `verdict`.
+    cc_verdict: Signal<Local, Bits<6>>,
     tag_sum: Signal<Local, Bits<17>>,
     // Slot fields (from the slot register).
     s_state: Signal<Local, Bits<2>>,
@@ -715,7 +730,11 @@ impl Logic for RxEngine {
             distance,
             opens_gap,
             verdict,
-            cc_bad,
+            cc_unknown_q,
+            cc_addr_q,
+            cc_flow_q,
+            cc_over_q,
+            cc_checked,
             f_nak,
             nak_reason,
             f_place,
@@ -904,6 +923,31 @@ impl Logic for RxEngine {
         self.rc.next = self.conn_ram.read_data.val();
         self.flow_sum.next = bit_cast::<17, 16>(self.rc.val().get_bits::<16>(64))
             + bit_cast::<17, 16>(self.d_flow.val());
+        self.cc_unknown_q.d.next = ((self.pr_dest_conn.val() >> self.k.conn_bits.val()) != 0_u64)
+            | !self.rc.val().get_bit(0);
+        // The addresses word by word (the entry holds each one's first word lowest: local IP
+        // from bit 192, peer IP from bit 320).
+        self.cc_addr_q.d.next = (self.pr_ipv6.val() != self.rc.val().get_bit(1))
+            | (self.pr_src_ip.val().get_bits::<32>(96) != self.rc.val().get_bits::<32>(320))
+            | (self.pr_src_ip.val().get_bits::<32>(64) != self.rc.val().get_bits::<32>(352))
+            | (self.pr_src_ip.val().get_bits::<32>(32) != self.rc.val().get_bits::<32>(384))
+            | (self.pr_src_ip.val().get_bits::<32>(0) != self.rc.val().get_bits::<32>(416))
+            | (self.pr_dst_ip.val().get_bits::<32>(96) != self.rc.val().get_bits::<32>(192))
+            | (self.pr_dst_ip.val().get_bits::<32>(64) != self.rc.val().get_bits::<32>(224))
+            | (self.pr_dst_ip.val().get_bits::<32>(32) != self.rc.val().get_bits::<32>(256))
+            | (self.pr_dst_ip.val().get_bits::<32>(0) != self.rc.val().get_bits::<32>(288));
+        // ACK and NAK carry their flow where data carries it.
+        self.cc_flow_q.d.next = self.d_flow.val() >= self.rc.val().get_bits::<16>(80);
+        self.cc_over_q.d.next = (self.flow_sum.val() >> self.k.flow_bits.val()) != 0_u64;
+        self.cc_refused_ctl.next =
+            self.cc_unknown_q.q.val() | self.cc_addr_q.q.val() | self.cc_flow_q.q.val();
+        self.cc_refused.next = self.cc_refused_ctl.val() | self.cc_over_q.q.val();
+        self.cc_verdict.next = self.k.c_bad_flow.val();
+        if self.cc_unknown_q.q.val() {
+            self.cc_verdict.next = self.k.c_unknown_conn.val();
+        } else if self.cc_addr_q.q.val() {
+            self.cc_verdict.next = self.k.c_addr_mismatch.val();
+        }
         self.rc_tag_sum.next = bit_cast::<17, 16>(self.rc.val().get_bits::<16>(96))
             + bit_cast::<17, 16>(self.d_tag.val());
         self.tag_sum.next =
@@ -1269,7 +1313,7 @@ impl Logic for RxEngine {
                             | (bit_cast::<512, 16>(self.pr_vlan_tci.val()) << 112_u64);
                     }
                     self.ev.d.next = self.ev_w.val();
-                    self.cc_bad.d.next = false;
+                    self.cc_checked.d.next = false;
                     self.f_nak.d.next = false;
                     self.f_place.d.next = false;
                     self.f_account.d.next = false;
@@ -1391,49 +1435,20 @@ impl Logic for RxEngine {
                     {
                         self.state.d.next = St::RxEvent;
                     }
-                    self.cc_bad.d.next = true;
-                    if ((self.pr_dest_conn.val() >> self.k.conn_bits.val()) != 0_u64)
-                        | !self.rc.val().get_bit(0)
-                    {
-                        self.verdict.d.next = self.k.c_unknown_conn.val();
-                    } else if (self.pr_ipv6.val() != self.rc.val().get_bit(1))
-                        // The addresses word by word (the entry holds each one's first word
-                        // lowest: local IP from bit 192, peer IP from bit 320).
-                        | (self.pr_src_ip.val().get_bits::<32>(96)
-                            != self.rc.val().get_bits::<32>(320))
-                        | (self.pr_src_ip.val().get_bits::<32>(64)
-                            != self.rc.val().get_bits::<32>(352))
-                        | (self.pr_src_ip.val().get_bits::<32>(32)
-                            != self.rc.val().get_bits::<32>(384))
-                        | (self.pr_src_ip.val().get_bits::<32>(0)
-                            != self.rc.val().get_bits::<32>(416))
-                        | (self.pr_dst_ip.val().get_bits::<32>(96)
-                            != self.rc.val().get_bits::<32>(192))
-                        | (self.pr_dst_ip.val().get_bits::<32>(64)
-                            != self.rc.val().get_bits::<32>(224))
-                        | (self.pr_dst_ip.val().get_bits::<32>(32)
-                            != self.rc.val().get_bits::<32>(256))
-                        | (self.pr_dst_ip.val().get_bits::<32>(0)
-                            != self.rc.val().get_bits::<32>(288))
-                    {
-                        self.verdict.d.next = self.k.c_addr_mismatch.val();
-                    } else if self.d_flow.val() >= self.rc.val().get_bits::<16>(80) {
-                        // ACK and NAK carry their flow where data carries it.
-                        self.verdict.d.next = self.k.c_bad_flow.val();
-                    } else if self.pr_opcode.val() == self.k.op_ack.val() {
-                        self.verdict.d.next = self.k.c_acks.val();
-                        self.cc_bad.d.next = false;
-                    } else if self.pr_opcode.val() == self.k.op_nak.val() {
-                        self.verdict.d.next = self.k.c_naks.val();
-                        self.cc_bad.d.next = false;
-                    } else if (self.flow_sum.val() >> self.k.flow_bits.val()) != 0_u64 {
-                        self.verdict.d.next = self.k.c_bad_flow.val();
-                    } else {
-                        self.cc_bad.d.next = false;
-                    }
+                    self.cc_checked.d.next = true;
                 }
                 St::RxEvent => {
-                    if self.cc_bad.q.val() {
+                    // An ACK or NAK is counted as one, or as what refused it (a CM frame's
+                    // verdict was set in Idle).
+                    if self.cc_checked.q.val() {
+                        if self.pr_opcode.val() == self.k.op_ack.val() {
+                            self.verdict.d.next = self.k.c_acks.val();
+                        } else {
+                            self.verdict.d.next = self.k.c_naks.val();
+                        }
+                    }
+                    if self.cc_checked.q.val() & self.cc_refused_ctl.val() {
+                        self.verdict.d.next = self.cc_verdict.val();
                         self.state.d.next = St::Finish;
                     } else {
                         self.ev_valid.next = true;
@@ -1444,7 +1459,8 @@ impl Logic for RxEngine {
                 }
                 St::Classify => {
                     // (rust-hdl drops match guards from the Verilog: test inside the arm.)
-                    if self.cc_bad.q.val() {
+                    if self.cc_refused.val() {
+                        self.verdict.d.next = self.cc_verdict.val();
                         self.state.d.next = St::Finish;
                     } else {
                         self.ft.cmd_valid.next = true;
