@@ -598,7 +598,6 @@ pub struct RxEngine {
     tw_rate_q: DFF<Bit>,
     tw_recv_q: DFF<Bit>,
     tc_rdata_q: DFF<Bits<512>>,
-    a_th_q: DFF<Bits<384>>,
     a_psn_q: DFF<Bits<24>>,
     a_opcode_q: DFF<Bits<8>>,
     a_th_len_q: DFF<Bits<6>>,
@@ -777,7 +776,6 @@ impl Logic for RxEngine {
             tw_rate_q,
             tw_recv_q,
             tc_rdata_q,
-            a_th_q,
             a_psn_q,
             a_opcode_q,
             a_th_len_q,
@@ -965,7 +963,6 @@ impl Logic for RxEngine {
         self.a_src_port.next = self.a_src_port_q.q.val();
         self.a_opcode.next = self.a_opcode_q.q.val();
         self.a_psn.next = self.a_psn_q.q.val();
-        self.a_th.next = self.a_th_q.q.val();
         self.a_th_len.next = self.a_th_len_q.q.val();
         self.a_port.next = self.a_port_q.q.val();
 
@@ -1045,12 +1042,11 @@ impl Logic for RxEngine {
                 .get_bits::<256>(self.sh_a_sack.val().index());
         }
         // Swapped only in the states that read the result (a CM frame's event from Idle, an
-        // ACK's event from ConnChk, the ACK header from Accept and AckWait).
+        // ACK's event from ConnChk, the ACK header in AckSend).
         self.swap_out.next = 0.into();
         if (self.pr_valid.val() & (self.state.q.val() == St::Idle))
             | (self.state.q.val() == St::ConnChk)
-            | (self.state.q.val() == St::Accept)
-            | (self.state.q.val() == St::AckWait)
+            | (self.state.q.val() == St::AckSend)
         {
             for i in 0_usize..8 {
                 self.sw_word.next = self.swap_in.val().get_bits::<32>(32 * i);
@@ -1065,7 +1061,30 @@ impl Logic for RxEngine {
         self.mac_sw.next = 0.into();
         self.ip_sw.next = 0.into();
         self.ev_w.next = 0.into();
-        self.ack_th.next = 0.into();
+        // The ACK or NAK transport header, offered in AckSend, straight from registers: not a
+        // 384-bit register loaded under the ACK decision (its enable was the engine's critical
+        // path). Everything it is built from holds from the decision until the builder takes
+        // the request: the flow table's result (an ACK command reports the state before
+        // clearing, the same as the accept result on display before it), the flow's
+        // registered ACK fields, and the frame's parse result for a NAK.
+        self.ack_th.next = (bit_cast::<384, 16>(self.ack_flow.q.val()) << self.sh_a_flow.val())
+            | (bit_cast::<384, 16>(self.ft.res_ce.val()) << self.sh_a_ce.val())
+            | (bit_cast::<384, 16>(self.meta_lo.q.val()) << self.sh_a_refused.val())
+            | (bit_cast::<384, 32>(self.rate.q.val()) << self.sh_a_rate.val())
+            | (bit_cast::<384, 32>(self.ack_ts.q.val()) << self.sh_a_ts.val())
+            | (bit_cast::<384, 256>(self.swap_out.val()) << self.sh_a_sack.val());
+        if self.ft.res_ce.val() != 0_u64 {
+            self.ack_th.next = self.ack_th.val()
+                | (bit_cast::<384, 8>(self.k.ack_flag_ece.val()) << self.sh_a_flags.val());
+        }
+        self.a_th.next = self.ack_th.val();
+        if self.a_opcode_q.q.val() == self.k.op_nak.val() {
+            self.a_th.next = (bit_cast::<384, 16>(self.d_flow.val()) << self.sh_n_flow.val())
+                | (bit_cast::<384, 8>(self.nak_reason.q.val()) << self.sh_n_reason.val())
+                | (bit_cast::<384, 16>(self.d_tag.val()) << self.sh_n_tag.val())
+                | (bit_cast::<384, 32>(self.d_msn.val()) << self.sh_n_msn.val())
+                | (bit_cast::<384, 32>(self.d_offset.val()) << self.sh_n_offset.val());
+        }
 
         // Parse error code → its drop counter.
         self.err_cnt.next = self.k.e_bad_icrc.val();
@@ -1633,13 +1652,6 @@ impl Logic for RxEngine {
                         self.a_src_port_q.d.next = self.pr_src_port.val();
                         self.a_port_q.d.next = self.pr_port.val();
                         self.a_th_len_q.d.next = self.k.nak_len.val();
-                        self.a_th_q.d.next = (bit_cast::<384, 16>(self.d_flow.val())
-                            << self.sh_n_flow.val())
-                            | (bit_cast::<384, 8>(self.nak_reason.q.val())
-                                << self.sh_n_reason.val())
-                            | (bit_cast::<384, 16>(self.d_tag.val()) << self.sh_n_tag.val())
-                            | (bit_cast::<384, 32>(self.d_msn.val()) << self.sh_n_msn.val())
-                            | (bit_cast::<384, 32>(self.d_offset.val()) << self.sh_n_offset.val());
                         self.f_nak.d.next = false;
                         self.hold.d.next = 0.into();
                         self.state.d.next = St::AckSend;
@@ -1774,26 +1786,6 @@ impl Logic for RxEngine {
                                 self.a_src_port_q.d.next = self.ack_entropy.q.val();
                                 self.a_port_q.d.next = self.ack_port.q.val();
                                 self.a_th_len_q.d.next = self.k.ack_len.val();
-                                // The ACK's transport header from the flow-table result on display (after an
-                                // ACK step, or after the accept that an ACK follows: the same state).
-                                self.ack_th.next = (bit_cast::<384, 16>(self.ack_flow.q.val())
-                                    << self.sh_a_flow.val())
-                                    | (bit_cast::<384, 16>(self.ft.res_ce.val())
-                                        << self.sh_a_ce.val())
-                                    | (bit_cast::<384, 16>(self.meta.val().get_bits::<16>(0))
-                                        << self.sh_a_refused.val())
-                                    | (bit_cast::<384, 32>(self.rate.q.val())
-                                        << self.sh_a_rate.val())
-                                    | (bit_cast::<384, 32>(self.ack_ts.q.val())
-                                        << self.sh_a_ts.val())
-                                    | (bit_cast::<384, 256>(self.swap_out.val())
-                                        << self.sh_a_sack.val());
-                                if self.ft.res_ce.val() != 0_u64 {
-                                    self.ack_th.next = self.ack_th.val()
-                                        | (bit_cast::<384, 8>(self.k.ack_flag_ece.val())
-                                            << self.sh_a_flags.val());
-                                }
-                                self.a_th_q.d.next = self.ack_th.val();
                                 // The ACK covers everything: the timer has nothing left to do.
                                 self.meta_hi.d.next =
                                     self.meta_hi.q.val() & !(1_u64.to_bits::<144>() << 112_u64);
@@ -1836,21 +1828,6 @@ impl Logic for RxEngine {
                         self.a_src_port_q.d.next = self.ack_entropy.q.val();
                         self.a_port_q.d.next = self.ack_port.q.val();
                         self.a_th_len_q.d.next = self.k.ack_len.val();
-                        // The ACK's transport header, as in Accept.
-                        self.ack_th.next = (bit_cast::<384, 16>(self.ack_flow.q.val())
-                            << self.sh_a_flow.val())
-                            | (bit_cast::<384, 16>(self.ft.res_ce.val()) << self.sh_a_ce.val())
-                            | (bit_cast::<384, 16>(self.meta.val().get_bits::<16>(0))
-                                << self.sh_a_refused.val())
-                            | (bit_cast::<384, 32>(self.rate.q.val()) << self.sh_a_rate.val())
-                            | (bit_cast::<384, 32>(self.ack_ts.q.val()) << self.sh_a_ts.val())
-                            | (bit_cast::<384, 256>(self.swap_out.val()) << self.sh_a_sack.val());
-                        if self.ft.res_ce.val() != 0_u64 {
-                            self.ack_th.next = self.ack_th.val()
-                                | (bit_cast::<384, 8>(self.k.ack_flag_ece.val())
-                                    << self.sh_a_flags.val());
-                        }
-                        self.a_th_q.d.next = self.ack_th.val();
                         // The ACK covers everything: the timer has nothing left to do.
                         self.meta_hi.d.next =
                             self.meta_hi.q.val() & !(1_u64.to_bits::<144>() << 112_u64);
