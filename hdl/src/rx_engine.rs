@@ -653,6 +653,9 @@ pub struct RxEngine {
     rs: Signal<Local, Bits<224>>,
     rb_w: Signal<Local, Bits<160>>,
     rg: Signal<Local, Bits<160>>,
+    // A table read's data: the selected table's entry, an AND-OR over the one-hot table flags
+    // rather than a priority chain.
+    tbl_rd_w: Signal<Local, Bits<512>>,
     va_end: Signal<Local, Bits<65>>,
     m_rd: Signal<Local, Bits<160>>,
     due: Signal<Local, Bits<64>>,
@@ -976,6 +979,27 @@ impl Logic for RxEngine {
         self.rs.next = self.slot_ram.read_data.val();
         self.rb_w.next = self.recv_ram.read_data.val();
         self.rg.next = self.region_ram.read_data.val();
+        self.tbl_rd_w.next = 0.into();
+        if self.tc_region_q.q.val() {
+            self.tbl_rd_w.next = bit_cast::<512, 160>(self.rg.val());
+        }
+        if self.tc_conn_q.q.val() {
+            self.tbl_rd_w.next = self.tbl_rd_w.val()
+                | bit_cast::<512, 448>(self.rc.val())
+                | (bit_cast::<512, 32>(self.rate_ram.read_data.val()) << 448_u64);
+        }
+        if self.tc_rate_q.q.val() {
+            self.tbl_rd_w.next =
+                self.tbl_rd_w.val() | bit_cast::<512, 32>(self.rate_ram.read_data.val());
+        }
+        if self.tc_recv_q.q.val() {
+            self.tbl_rd_w.next = self.tbl_rd_w.val() | bit_cast::<512, 160>(self.rb_w.val());
+        }
+        if self.tc_flow_q.q.val() & self.tc_read.val() {
+            self.tbl_rd_w.next = self.tbl_rd_w.val()
+                | bit_cast::<512, 24>(self.ft.res_cum.val())
+                | (bit_cast::<512, 256>(self.ft.res_bitmap.val()) << 32_u64);
+        }
         self.m_rd.next = self.meta_ram.read_data.val();
         self.new_slot.next = self.slot.q.val();
         self.new_done.next = self.s_done.val() + self.d_len.val();
@@ -1992,20 +2016,10 @@ impl Logic for RxEngine {
                     }
                 }
                 St::TblRead => {
+                    // Loaded in every TblRead and TblFlowWait cycle, so its enable is the state
+                    // alone; a flow's entry arrives in the last TblFlowWait cycle.
+                    self.tc_rdata_q.d.next = self.tbl_rd_w.val();
                     self.state.d.next = St::TblDone;
-                    if self.tc_region_q.q.val() {
-                        self.tc_rdata_q.d.next = bit_cast::<512, 160>(self.rg.val());
-                    }
-                    if self.tc_conn_q.q.val() {
-                        self.tc_rdata_q.d.next = bit_cast::<512, 448>(self.rc.val())
-                            | (bit_cast::<512, 32>(self.rate_ram.read_data.val()) << 448_u64);
-                    }
-                    if self.tc_rate_q.q.val() {
-                        self.tc_rdata_q.d.next = bit_cast::<512, 32>(self.rate_ram.read_data.val());
-                    }
-                    if self.tc_recv_q.q.val() {
-                        self.tc_rdata_q.d.next = bit_cast::<512, 160>(self.rb_w.val());
-                    }
                     if self.tc_flow_q.q.val() {
                         self.ft.cmd_valid.next = true;
                         self.ft.cmd_op.next = self.k.ft_read.val();
@@ -2034,11 +2048,8 @@ impl Logic for RxEngine {
                     }
                 }
                 St::TblFlowWait => {
+                    self.tc_rdata_q.d.next = self.tbl_rd_w.val();
                     if self.ft.res_valid.val() {
-                        if self.tc_read.val() {
-                            self.tc_rdata_q.d.next = bit_cast::<512, 24>(self.ft.res_cum.val())
-                                | (bit_cast::<512, 256>(self.ft.res_bitmap.val()) << 32_u64);
-                        }
                         self.state.d.next = St::TblDone;
                     }
                 }
