@@ -51,6 +51,21 @@ pub fn synth_blocks() -> Vec<(&'static str, String)> {
     v
 }
 
+/// The names of the registers that hold the blocks' state machines (every enum-typed `DFF`):
+/// `state` (receive engine, transmit engine's back end, event writer), `fstate` (transmit
+/// engine's front end) and `phase` (flow table, payload extractor).
+pub const FSM_REGISTERS: &[&str] = &["state", "fstate", "phase"];
+
+/// yosys commands, run after `proc; flatten` and before `synth_ecp5`, that one-hot encode the
+/// state machines of [`FSM_REGISTERS`]. yosys leaves them binary on its own because rust-hdl
+/// gives every register an initial value (and judges their many decodes not worth recoding);
+/// one-hot turns each `state == X` into one flip-flop. The initial value is then ignored, which
+/// is safe because every block resets its state machine before use.
+pub fn yosys_fsm_directives() -> String {
+    let wires: Vec<String> = FSM_REGISTERS.iter().map(|r| format!("w:*.{r}.q")).collect();
+    format!("setattr -set fsm_encoding \"one-hot\" {}\n", wires.join(" "))
+}
+
 /// Constants the co-simulation harnesses need, as (name, value): written by `ferroce-sim`'s
 /// build script into its generated code so that the harness never keeps its own copy.
 pub fn harness_constants() -> Vec<(&'static str, u64)> {

@@ -292,7 +292,8 @@ fn synth(args: &[String]) -> Result {
     for name in &names {
         let json = dir.join(format!("{name}.json"));
         let script = format!(
-            "read_verilog {0}/{name}.v {0}/{name}_board.v; synth_ecp5 -top board_top -json {1}",
+            "read_verilog {0}/{name}.v {0}/{name}_board.v; hierarchy -top board_top; proc; \
+             flatten; script {0}/fsm.ys; synth_ecp5 -top board_top -json {1}",
             dir.display(),
             json.display()
         );

@@ -1,5 +1,6 @@
 //! Writes the Verilog of every block (the co-simulated ones and the receive engine) to a directory (default `target/verilog`): `NAME.v`, and
-//! with `--board` also `NAME_board.v`, the pin-limited synthesis wrapper.
+//! with `--board` also `NAME_board.v`, the pin-limited synthesis wrapper, and `fsm.ys`, the
+//! yosys commands that one-hot encode the state machines.
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -17,6 +18,11 @@ fn main() -> std::io::Result<()> {
             std::fs::write(&path, ferroce_hdl::verilog::board_wrapper(&ports))?;
             println!("{}", path.display());
         }
+    }
+    if board {
+        let path = std::path::Path::new(&dir).join("fsm.ys");
+        std::fs::write(&path, ferroce_hdl::verilog::yosys_fsm_directives())?;
+        println!("{}", path.display());
     }
     Ok(())
 }
