@@ -63,7 +63,10 @@ pub const FSM_REGISTERS: &[&str] = &["state", "fstate", "phase"];
 /// is safe because every block resets its state machine before use.
 pub fn yosys_fsm_directives() -> String {
     let wires: Vec<String> = FSM_REGISTERS.iter().map(|r| format!("w:*.{r}.q")).collect();
-    format!("setattr -set fsm_encoding \"one-hot\" {}\n", wires.join(" "))
+    format!(
+        "setattr -set fsm_encoding \"one-hot\" {}\n",
+        wires.join(" ")
+    )
 }
 
 /// Constants the co-simulation harnesses need, as (name, value): written by `ferroce-sim`'s
