@@ -145,6 +145,10 @@ pub struct TxFrameBuilder {
     r_l4len: DFF<Bits<16>>,
     r_ck: DFF<Bits<20>>,
     r_port: DFF<Bits<PORT_BITS>>,
+    // The request was registered in the last cycle: its lengths and IPv4 header sum
+    // (`r_l4len`, `r_ck`) are computed from the registered fields in this one, so that no
+    // adder follows the request's way in (in the core, a mux between two engines).
+    r_fresh: DFF<Bit>,
 
     // The next frame, assembled.
     nx_valid: DFF<Bit>,
@@ -379,6 +383,7 @@ impl Default for TxFrameBuilder {
             r_plen: Default::default(),
             r_l4len: Default::default(),
             r_ck: Default::default(),
+            r_fresh: Default::default(),
             r_port: Default::default(),
             nx_valid: Default::default(),
             nx_hdr: Default::default(),
@@ -545,6 +550,7 @@ impl Logic for TxFrameBuilder {
             r_l4len,
             r_ck,
             r_port,
+            r_fresh,
             nx_valid,
             nx_hdr,
             nx_hlen,
@@ -619,25 +625,26 @@ impl Logic for TxFrameBuilder {
 
         // ---- Request: registered whenever the register is free.
         self.req_ready.next = !self.r_valid.q.val();
-        // The lengths and the IPv4 header sum (every word but the checksum) are taken from
-        // the request as it is registered, as an adder tree, so that assembly only folds it.
-        self.q_l4.next = bit_cast::<16, 6>(self.req_th_len.val())
-            + bit_cast::<16, 14>(self.req_payload_len.val())
-            + 24_u64;
         self.q_tos.next =
             (bit_cast::<8, 6>(self.req_dscp.val()) << 2_u64) | bit_cast::<8, 2>(self.req_ecn.val());
+        // The lengths and the IPv4 header sum (every word but the checksum) in every cycle from
+        // the registered request, as an adder tree, so that assembly only folds it. They are
+        // valid from the cycle after the request was registered (`r_fresh`).
+        self.q_l4.next = self.r_thlen.q.val() + self.r_plen.q.val() + 24_u64;
         // Every word but the checksum: the fixed part, the ToS byte and the total length
-        // (transport header + payload + 44), as a tree of two-input adds from the request.
-        self.q_sa.next = (bit_cast::<20, 6>(self.req_th_len.val())
-            + bit_cast::<20, 14>(self.req_payload_len.val()))
-            + (bit_cast::<20, 8>(self.q_tos.val()) + self.k_ip_fixed.val());
-        self.q_sb.next = bit_cast::<20, 16>(self.req_src_ip.val().get_bits::<16>(16))
-            + bit_cast::<20, 16>(self.req_src_ip.val().get_bits::<16>(0));
-        self.q_sc.next = bit_cast::<20, 16>(self.req_dst_ip.val().get_bits::<16>(16))
-            + bit_cast::<20, 16>(self.req_dst_ip.val().get_bits::<16>(0));
+        // (transport header + payload + 44), as a tree of two-input adds.
+        self.q_sa.next = (bit_cast::<20, 16>(self.r_thlen.q.val())
+            + bit_cast::<20, 16>(self.r_plen.q.val()))
+            + (bit_cast::<20, 8>(self.r_tos.q.val()) + self.k_ip_fixed.val());
+        self.q_sb.next = bit_cast::<20, 16>(self.r_sip.q.val().get_bits::<16>(16))
+            + bit_cast::<20, 16>(self.r_sip.q.val().get_bits::<16>(0));
+        self.q_sc.next = bit_cast::<20, 16>(self.r_dip.q.val().get_bits::<16>(16))
+            + bit_cast::<20, 16>(self.r_dip.q.val().get_bits::<16>(0));
+        self.r_l4len.d.next = self.q_l4.val();
+        self.r_ck.d.next = self.q_sa.val() + (self.q_sb.val() + self.q_sc.val());
+        self.r_fresh.d.next = false;
         if self.req_valid.val() & !self.r_valid.q.val() {
-            self.r_l4len.d.next = self.q_l4.val();
-            self.r_ck.d.next = self.q_sa.val() + (self.q_sb.val() + self.q_sc.val());
+            self.r_fresh.d.next = true;
             self.r_valid.d.next = true;
             self.r_dst_mac.d.next = self.req_dst_mac.val();
             self.r_src_mac.d.next = self.req_src_mac.val();
@@ -840,7 +847,7 @@ impl Logic for TxFrameBuilder {
             & (!self.g_valid.q.val() | self.last_push.val())
             & self.o_free.val();
         self.nx_free.next = !self.nx_valid.q.val() | self.load.val();
-        if self.r_valid.q.val() & self.nx_free.val() {
+        if self.r_valid.q.val() & !self.r_fresh.q.val() & self.nx_free.val() {
             self.r_valid.d.next = false;
             self.nx_valid.d.next = true;
             if self.r_vlan.q.val() {
