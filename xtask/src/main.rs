@@ -169,6 +169,42 @@ struct SynthFigures {
     luts: Option<u64>,
     ffs: Option<u64>,
     brams: Option<u64>,
+    /// About how many timing endpoints have paths slower than 8 ns (125 MHz).
+    slow_endpoints: Option<u64>,
+}
+
+/// About how many timing endpoints of `log` have a path longer than `over_ps`, from the last
+/// slack histogram nextpnr printed (slack against a clock period of `period_ps`). A bar of
+/// `*` counts the legend's number of endpoints per `*`, and a trailing `+` (fewer than one
+/// `*`) half of it; bins are counted whole when their middle is over the limit. A critical path
+/// is only the top of this distribution, which says how much logic is near it.
+fn slow_endpoints(log: &str, period_ps: i64, over_ps: i64) -> Option<u64> {
+    let lines: Vec<&str> = log.lines().collect();
+    let start = lines.iter().rposition(|l| l.contains("Slack histogram"))?;
+    let legend = lines.get(start + 1)?;
+    let per_star: u64 = legend
+        .split_whitespace()
+        .skip_while(|w| *w != "represents")
+        .nth(1)?
+        .parse()
+        .ok()?;
+    let mut total = 0;
+    for line in &lines[start + 3..] {
+        let Some(open) = line.find('[') else { break };
+        let Some(close) = line.find(')') else { break };
+        let bounds: Vec<i64> = line[open + 1..close]
+            .split(',')
+            .filter_map(|t| t.trim().parse().ok())
+            .collect();
+        let [lo, hi] = bounds[..] else { break };
+        let bar = line[close..].split('|').nth(1).unwrap_or("");
+        let stars = bar.chars().filter(|&c| c == '*').count() as u64;
+        let plus = bar.contains('+') as u64;
+        if period_ps - (lo + hi) / 2 > over_ps {
+            total += stars * per_star + plus * (per_star / 2);
+        }
+    }
+    Some(total)
 }
 
 /// The first number after `key` on the line of `log` that contains it.
@@ -334,6 +370,7 @@ fn synth(args: &[String]) -> Result {
                 luts: number_after(&text, "TRELLIS_COMB:").map(|v| v as u64),
                 ffs: number_after(&text, "TRELLIS_FF:").map(|v| v as u64),
                 brams: number_after(&text, "DP16KD:").map(|v| v as u64),
+                slow_endpoints: slow_endpoints(&text, 1_000_000 / target_mhz, 8_000),
             },
         ));
     }
@@ -354,14 +391,17 @@ fn synth(args: &[String]) -> Result {
         }
     );
     println!("figures include the pin-limited wrapper's shift registers (one FF per port bit)\n");
-    println!("| block | Fmax MHz | LUT4 | FF | DP16KD |\n|---|---|---|---|---|");
+    println!(
+        "| block | Fmax MHz | LUT4 | FF | DP16KD | endpoints > 8 ns (about) |\n|---|---|---|---|---|---|"
+    );
     for (name, f) in &rows {
         let fmax = f.fmax_mhz.map_or("?".to_string(), |v| format!("{v:.1}"));
         println!(
-            "| {name} | {fmax} | {} | {} | {} |",
+            "| {name} | {fmax} | {} | {} | {} | {} |",
             show(f.luts),
             show(f.ffs),
-            show(f.brams)
+            show(f.brams),
+            show(f.slow_endpoints)
         );
     }
     for (name, text) in &wire_reports {
@@ -491,5 +531,35 @@ fn run_tests(cmd: &mut Command) -> Result {
         Ok(())
     } else {
         Err(format!("{cmd:?} failed: {status}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slow_endpoints;
+
+    const LOG: &str = "Info: Max frequency for clock 'clk': 105.13 MHz (FAIL at 200.00 MHz)
+Info: Slack histogram:
+Info:  legend: * represents 35 endpoint(s)
+Info:          + represents [1,35) endpoint(s)
+Info: [ -4512,  -4059) |+
+Info: [ -4059,  -3606) |*+
+Info: [ -3606,  -3153) |****+
+Info: [ -3153,  -2700) |************+
+Info: [  -394,    141) |***
+Info: Program finished normally.
+";
+
+    #[test]
+    fn slow_endpoints_counts_the_bins_over_the_limit() {
+        // At 200 MHz (5,000 ps), 8 ns is a slack below -3,000 ps: the first three bins by
+        // their middles (the fourth's middle is -2,926.5 ps).
+        assert_eq!(
+            slow_endpoints(LOG, 5_000, 8_000),
+            Some(17 + (35 + 17) + (4 * 35 + 17))
+        );
+        // 9 ns: only the bin whose middle is below -4,000 ps.
+        assert_eq!(slow_endpoints(LOG, 5_000, 9_000), Some(17));
+        assert_eq!(slow_endpoints("no histogram", 5_000, 8_000), None);
     }
 }
