@@ -136,11 +136,9 @@ impl Logic for EventWriter {
             (self.state.q.val() != EvSt::Idle) | self.pend0.q.val() | self.pend1.q.val();
         self.size.next = 1_u64.to_bits::<33>() << self.evq_log_size.val();
 
-        // An input register takes its port's event whenever it is empty.
-        self.load0.next =
-            !self.pend0.q.val() & (self.evq_log_size.val() != 0_u64) & self.ev0_valid.val();
-        self.load1.next =
-            !self.pend1.q.val() & (self.evq_log_size.val() != 0_u64) & self.ev1_valid.val();
+        // An input register takes its port's event whenever it is empty (its port is ready).
+        self.load0.next = self.ev0_ready.val() & self.ev0_valid.val();
+        self.load1.next = self.ev1_ready.val() & self.ev1_valid.val();
         if self.load0.val() {
             self.pend0.d.next = true;
             self.ev0_q.d.next = self.ev0_data.val();

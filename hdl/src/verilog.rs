@@ -56,17 +56,14 @@ pub fn synth_blocks() -> Vec<(&'static str, String)> {
 /// engine's front end) and `phase` (flow table, payload extractor).
 pub const FSM_REGISTERS: &[&str] = &["state", "fstate", "phase"];
 
-/// yosys commands, run after `proc; flatten` and before `synth_ecp5`, that one-hot encode the
+/// The yosys command, run after `proc; flatten` and before `synth_ecp5`, that one-hot encodes the
 /// state machines of [`FSM_REGISTERS`]. yosys leaves them binary on its own because rust-hdl
 /// gives every register an initial value (and judges their many decodes not worth recoding);
 /// one-hot turns each `state == X` into one flip-flop. The initial value is then ignored, which
 /// is safe because every block resets its state machine before use.
 pub fn yosys_fsm_directives() -> String {
     let wires: Vec<String> = FSM_REGISTERS.iter().map(|r| format!("w:*.{r}.q")).collect();
-    format!(
-        "setattr -set fsm_encoding \"one-hot\" {}\n",
-        wires.join(" ")
-    )
+    format!("setattr -set fsm_encoding \"one-hot\" {}", wires.join(" "))
 }
 
 /// Constants the co-simulation harnesses need, as (name, value): written by `ferroce-sim`'s
@@ -224,4 +221,46 @@ pub fn board_wrapper(ports: &[TopPort]) -> String {
     }
     let _ = writeln!(v, "{});\nendmodule", conns.join(", "));
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FSM_REGISTERS;
+
+    /// Every register of an enum type (a state machine) in the blocks' sources is one that
+    /// [`super::yosys_fsm_directives`] one-hot encodes, so a new state machine under another name
+    /// cannot stay binary unnoticed.
+    #[test]
+    fn every_state_machine_register_is_one_hot_encoded() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let Some((name, ty)) = line.trim().split_once(": DFF<") else {
+                    continue;
+                };
+                let ty = ty.trim_end_matches(">,");
+                // Enum types are named in CamelCase; `Bit`, `Bits<N>` and generics are data.
+                let is_enum = ty.len() > 1
+                    && ty.starts_with(|c: char| c.is_ascii_uppercase())
+                    && !ty.starts_with("Bit");
+                if is_enum {
+                    let name = name.trim_start_matches("pub ").to_string();
+                    assert!(
+                        FSM_REGISTERS.contains(&name.as_str()),
+                        "{}: `{name}: DFF<{ty}>` is a state machine not in FSM_REGISTERS",
+                        path.display()
+                    );
+                    found.push(name);
+                }
+            }
+        }
+        // The receive engine, both halves of the transmit engine, the event writer, the flow
+        // table and the payload extractor.
+        assert_eq!(found.len(), 6, "{found:?}");
+    }
 }

@@ -89,10 +89,10 @@ fn yosys_synthesises_for_ecp5_without_latches_or_loops() {
     for (name, path) in tops {
         // The same flow as `cargo xtask synth`: the state machines one-hot encoded.
         let script = format!(
-            "read_verilog {}; hierarchy -top top; proc; check -assert; flatten; {} \
+            "read_verilog {}; hierarchy -top top; proc; check -assert; flatten; {}; \
              synth_ecp5 -top top; select -assert-none t:$dlatch t:$sr t:$_DLATCH_*; stat",
             path.display(),
-            ferroce_hdl::verilog::yosys_fsm_directives().replace('\n', ";")
+            ferroce_hdl::verilog::yosys_fsm_directives()
         );
         let text = run(Command::new("yosys").args(["-q", "-p", &script]));
         assert!(

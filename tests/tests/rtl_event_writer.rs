@@ -105,7 +105,7 @@ fn every_event_is_written_in_order_or_counted() {
         60
     };
     let mut rng = Rng::new(0xe7e7);
-    let (mut written, mut full, mut faults, mut both_waiting) = (0, 0, 0, 0);
+    let (mut written, mut full, mut faults, mut port_changes) = (0, 0, 0, 0);
     for r in 0..runs {
         let Some(mut w) = writer() else { return };
         let knobs = Knobs {
@@ -121,15 +121,15 @@ fn every_event_is_written_in_order_or_counted() {
         written += check(&w, &run, [&e0, &e1], knobs);
         full += run.full_drops;
         faults += run.fault_drops;
-        // Runs in which port 1 was taken ahead of an event of port 0 that was offered first
-        // are what the age bit is for; count the order changes between ports as a proxy.
-        both_waiting += run.taken.windows(2).filter(|p| p[0].0 != p[1].0).count();
+        // Both ports interleave in the order taken (the age bit's planted fault is caught by
+        // the order check above, not by this count).
+        port_changes += run.taken.windows(2).filter(|p| p[0].0 != p[1].0).count();
     }
     println!(
         "{runs} runs: {written} events written, {full} dropped on a full ring, {faults} on a \
-         faulted write, {both_waiting} changes of port in the order taken"
+         faulted write, {port_changes} changes of port in the order taken"
     );
-    assert!(written > 0 && full > 0 && faults > 0 && both_waiting > 0);
+    assert!(written > 0 && full > 0 && faults > 0 && port_changes > 0);
 }
 
 #[test]

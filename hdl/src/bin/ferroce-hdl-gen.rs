@@ -21,7 +21,8 @@ fn main() -> std::io::Result<()> {
     }
     if board {
         let path = std::path::Path::new(&dir).join("fsm.ys");
-        std::fs::write(&path, ferroce_hdl::verilog::yosys_fsm_directives())?;
+        let script = ferroce_hdl::verilog::yosys_fsm_directives() + "\n";
+        std::fs::write(&path, script)?;
         println!("{}", path.display());
     }
     Ok(())
