@@ -22,9 +22,10 @@
 //! runs continuously on the registered window, so an accept does not wait for it unless the
 //! window changed in the last two cycles.
 //!
-//! Latency from the cycle the operation is taken to `res_valid`: classify, ACK, read and init
-//! 2 cycles on the same flow as the operation before, else 3 (the block RAM output is
-//! registered before any logic uses it); accept 3 on the same flow, else 5.
+//! Latency from the cycle the operation is taken to `res_valid`: ACK, read and init 2 cycles on
+//! the same flow as the operation before, else 3 (the block RAM output is registered before
+//! any logic uses it); classify one more (its 256-way bit select takes two register stages);
+//! accept 3 on the same flow, else 5.
 
 use rust_hdl::prelude::*;
 
@@ -53,6 +54,7 @@ pub const CLASS_OUT_OF_WINDOW: u64 = 2;
 enum Phase {
     Idle,
     Read,
+    Look,
     Exec,
     Run,
     Shift,
@@ -124,6 +126,14 @@ pub struct FlowTable<const A: usize> {
     ce_count: DFF<Bits<16>>,
     run: DFF<Bits<9>>,
     diff_q: DFF<Bits<24>>,
+    /// The 16 bits of `seen_at` / `seen_below` in the distance's group (its bits 8..4),
+    /// registered in every cycle (Exec uses what Look loaded), so Exec selects among 16, not
+    /// 256.
+    at_group: DFF<Bits<16>>,
+    below_group: DFF<Bits<16>>,
+    /// The window shifted down by the run's whole groups (`16 · group_q`), registered beside
+    /// `run`, so that Shift moves it by the last 1..=16 places only.
+    coarse: DFF<Bits<256>>,
     group_q: DFF<Bits<5>>,
     chunk_q: DFF<Bits<16>>,
     out_valid: DFF<Bit>,
@@ -151,8 +161,11 @@ pub struct FlowTable<const A: usize> {
     diff: Signal<Local, Bits<24>>,
     /// The bitmap one and two places up (bit `d` = bitmap bit `d − 1` / `d − 2`), so the
     /// classification selects by the distance itself instead of through a subtraction.
-    seen_at: Signal<Local, Bits<258>>,
-    seen_below: Signal<Local, Bits<258>>,
+    /// 272 bits: 17 whole groups of 16, the last holding distance 256.
+    seen_at: Signal<Local, Bits<272>>,
+    seen_below: Signal<Local, Bits<272>>,
+    at_shifted: Signal<Local, Bits<272>>,
+    below_shifted: Signal<Local, Bits<272>>,
     /// Distance bits 22..9 all zero, bits 7..0 all zero: the window compares as flat logic.
     diff_hi_zero: Signal<Local, Bit>,
     diff_lo_zero: Signal<Local, Bit>,
@@ -213,6 +226,9 @@ impl<const A: usize> Default for FlowTable<A> {
             ce_count: Default::default(),
             run: Default::default(),
             diff_q: Default::default(),
+            at_group: Default::default(),
+            below_group: Default::default(),
+            coarse: Default::default(),
             group_q: Default::default(),
             chunk_q: Default::default(),
             out_valid: Default::default(),
@@ -237,6 +253,8 @@ impl<const A: usize> Default for FlowTable<A> {
             diff: Default::default(),
             seen_at: Default::default(),
             seen_below: Default::default(),
+            at_shifted: Default::default(),
+            below_shifted: Default::default(),
             diff_hi_zero: Default::default(),
             diff_lo_zero: Default::default(),
             group_full: Default::default(),
@@ -283,6 +301,9 @@ impl<const A: usize> Logic for FlowTable<A> {
             out_unacked_one,
             out_ce,
             diff_q,
+            at_group,
+            below_group,
+            coarse,
             group_q,
             chunk_q,
             cached,
@@ -310,8 +331,16 @@ impl<const A: usize> Logic for FlowTable<A> {
         self.next_unacked.next = self.unacked.q.val();
         self.next_ce.next = self.ce_count.q.val();
         self.diff.next = self.fsn.q.val() - self.r_cum.val();
-        self.seen_at.next = bit_cast::<258, 256>(self.bitmap.q.val()) << 1_u64;
-        self.seen_below.next = bit_cast::<258, 256>(self.bitmap.q.val()) << 2_u64;
+        self.seen_at.next = bit_cast::<272, 256>(self.bitmap.q.val()) << 1_u64;
+        self.seen_below.next = bit_cast::<272, 256>(self.bitmap.q.val()) << 2_u64;
+        // Half the classification's bit select, the distance's group, loaded in every cycle
+        // so that no enable waits for the phase; Exec uses the value Look loaded.
+        self.at_shifted.next =
+            self.seen_at.val() >> (bit_cast::<9, 5>(self.diff_q.q.val().get_bits::<5>(4)) << 4_u64);
+        self.below_shifted.next = self.seen_below.val()
+            >> (bit_cast::<9, 5>(self.diff_q.q.val().get_bits::<5>(4)) << 4_u64);
+        self.at_group.d.next = self.at_shifted.val().get_bits::<16>(0);
+        self.below_group.d.next = self.below_shifted.val().get_bits::<16>(0);
         self.diff_hi_zero.next = self.diff_q.q.val().get_bits::<14>(9) == 0_u64;
         self.diff_lo_zero.next = self.diff_q.q.val().get_bits::<8>(0) == 0_u64;
         self.ce_next.next = self.ce_count.q.val();
@@ -359,6 +388,10 @@ impl<const A: usize> Logic for FlowTable<A> {
 
         self.run.d.next = (bit_cast::<9, 5>(self.group_q.q.val()) << 4_u64)
             + bit_cast::<9, 4>(self.group_zero.val());
+        // The same stage as `run`, from the same group: `coarse >> (run mod 16)` is
+        // `bitmap >> run` (a group of 16 shifts everything out, as `run` = 256 should).
+        self.coarse.d.next =
+            self.bitmap.q.val() >> (bit_cast::<9, 5>(self.group_q.q.val()) << 4_u64);
 
         match self.phase.q.val() {
             Phase::Idle => {
@@ -379,6 +412,9 @@ impl<const A: usize> Logic for FlowTable<A> {
                         if self.cmd_op.val() == self.k_op_accept.val() {
                             self.phase.d.next = Phase::Run;
                         }
+                        if self.cmd_op.val() == self.k_op_classify.val() {
+                            self.phase.d.next = Phase::Look;
+                        }
                     } else {
                         self.phase.d.next = Phase::Read;
                     }
@@ -395,6 +431,13 @@ impl<const A: usize> Logic for FlowTable<A> {
                 self.cached.d.next = true;
                 self.cached_index.d.next = self.index.q.val();
                 self.settle.d.next = 2.into();
+                self.phase.d.next = Phase::Exec;
+                if self.op.q.val() == self.k_op_classify.val() {
+                    self.phase.d.next = Phase::Look;
+                }
+            }
+            Phase::Look => {
+                // `at_group` and `below_group` are loaded now (as in every cycle).
                 self.phase.d.next = Phase::Exec;
             }
             Phase::Exec => {
@@ -435,9 +478,10 @@ impl<const A: usize> Logic for FlowTable<A> {
                     } else if !self.diff_q.q.val().get_bit(8) & self.diff_lo_zero.val() {
                         self.out_class.d.next = self.k_new.val();
                     } else if self
-                        .seen_at
+                        .at_group
+                        .q
                         .val()
-                        .get_bit(self.diff_q.q.val().get_bits::<9>(0).index())
+                        .get_bit(self.diff_q.q.val().get_bits::<4>(0).index())
                     {
                         self.out_class.d.next = self.k_dup.val();
                     } else {
@@ -445,9 +489,10 @@ impl<const A: usize> Logic for FlowTable<A> {
                         self.out_distance.d.next = self.diff_q.q.val().get_bits::<9>(0);
                         // Distance 1 selects the zero shifted in: a gap, as it should be.
                         self.out_gap.d.next = !self
-                            .seen_below
+                            .below_group
+                            .q
                             .val()
-                            .get_bit(self.diff_q.q.val().get_bits::<9>(0).index());
+                            .get_bit(self.diff_q.q.val().get_bits::<4>(0).index());
                     }
                 } else if self.op.q.val() == self.k_op_ack.val() {
                     self.write_back.next = true;
@@ -478,7 +523,8 @@ impl<const A: usize> Logic for FlowTable<A> {
                     // FSN == cum: move past it and the run of received FSNs above it.
                     self.next_cum.next =
                         self.cum.q.val() + bit_cast::<24, 9>(self.run.q.val()) + 1_u64;
-                    self.next_bitmap.next = (self.bitmap.q.val() >> self.run.q.val()) >> 1_u64;
+                    self.next_bitmap.next =
+                        (self.coarse.q.val() >> self.run.q.val().get_bits::<4>(0)) >> 1_u64;
                 } else {
                     self.next_cum.next = self.cum.q.val();
                     self.next_bitmap.next =
