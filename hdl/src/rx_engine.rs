@@ -502,6 +502,10 @@ pub struct RxEngine {
     rs_done_q: DFF<Bit>,
     rs_same_msg_q: DFF<Bit>,
     rs_conflict_q: DFF<Bit>,
+    /// The packet's payload is longer than its message (`rs_conflict_q`'s length test).
+    len_over_q: DFF<Bit>,
+    /// The message length less the packet's payload: the most the slot may have done.
+    room_q: DFF<Bits<33>>,
     // The message's progress with this packet and whether it completes the message,
     // registered from the slot (loaded in Decide2): Account comes at least two cycles later
     // (through Place, or through Nak), so it reads flip-flops instead of a 33-bit adder and
@@ -539,8 +543,9 @@ pub struct RxEngine {
     /// decides from these flags and sets `verdict`. They hold while the frame is processed (the
     /// entry's address and the parse result hold). Unknown connection:
     cc_unknown_q: DFF<Bit>,
-    /// Address family or an address differs from the entry.
-    cc_addr_q: DFF<Bit>,
+    /// What differs from the entry: bit 0 the address family, bits 1..=8 the eight 32-bit
+    /// address words (peer IP, then local IP). `cc_addr` is their OR.
+    addr_ne_q: DFF<Bits<9>>,
     /// The flow number is not below the connection's flow count.
     cc_flow_q: DFF<Bit>,
     /// The connection's first flow plus the flow number is past the flow table (data only).
@@ -634,6 +639,9 @@ pub struct RxEngine {
     c_local_ip: Signal<Local, Bits<128>>,
     c_peer_ip: Signal<Local, Bits<128>>,
     rc: Signal<Local, Bits<448>>,
+    addr_ne: Signal<Local, Bits<9>>,
+    /// Address family or an address differs from the entry.
+    cc_addr: Signal<Local, Bit>,
     flow_sum: Signal<Local, Bits<17>>,
     // The connection checks refuse the frame (ACK and NAK: all but `cc_over_q`).
     cc_refused: Signal<Local, Bit>,
@@ -714,6 +722,8 @@ impl Logic for RxEngine {
             rs_done_q,
             rs_same_msg_q,
             rs_conflict_q,
+            len_over_q,
+            room_q,
             new_done_q,
             completes_q,
             rg_below_q,
@@ -733,7 +743,7 @@ impl Logic for RxEngine {
             opens_gap,
             verdict,
             cc_unknown_q,
-            cc_addr_q,
+            addr_ne_q,
             cc_flow_q,
             cc_over_q,
             cc_checked,
@@ -927,26 +937,49 @@ impl Logic for RxEngine {
         self.cc_unknown_q.d.next = ((self.pr_dest_conn.val() >> self.k.conn_bits.val()) != 0_u64)
             | !self.rc.val().get_bit(0);
         // The addresses word by word (the entry holds each one's first word lowest: local IP
-        // from bit 192, peer IP from bit 320).
-        self.cc_addr_q.d.next = (self.pr_ipv6.val() != self.rc.val().get_bit(1))
-            | (self.pr_src_ip.val().get_bits::<32>(96) != self.rc.val().get_bits::<32>(320))
-            | (self.pr_src_ip.val().get_bits::<32>(64) != self.rc.val().get_bits::<32>(352))
-            | (self.pr_src_ip.val().get_bits::<32>(32) != self.rc.val().get_bits::<32>(384))
-            | (self.pr_src_ip.val().get_bits::<32>(0) != self.rc.val().get_bits::<32>(416))
-            | (self.pr_dst_ip.val().get_bits::<32>(96) != self.rc.val().get_bits::<32>(192))
-            | (self.pr_dst_ip.val().get_bits::<32>(64) != self.rc.val().get_bits::<32>(224))
-            | (self.pr_dst_ip.val().get_bits::<32>(32) != self.rc.val().get_bits::<32>(256))
-            | (self.pr_dst_ip.val().get_bits::<32>(0) != self.rc.val().get_bits::<32>(288));
+        // from bit 192, peer IP from bit 320). The nine mismatches (family and words) are
+        // registered straight from the block RAM's output, and the next state ORs them
+        // (`cc_addr`) with the other flags, rather than hanging the whole OR tree off the RAM.
+        self.addr_ne.next = 0.into();
+        if self.pr_ipv6.val() != self.rc.val().get_bit(1) {
+            self.addr_ne.next = 1.into();
+        }
+        if self.pr_src_ip.val().get_bits::<32>(96) != self.rc.val().get_bits::<32>(320) {
+            self.addr_ne.next = self.addr_ne.val() | 2_u64;
+        }
+        if self.pr_src_ip.val().get_bits::<32>(64) != self.rc.val().get_bits::<32>(352) {
+            self.addr_ne.next = self.addr_ne.val() | 4_u64;
+        }
+        if self.pr_src_ip.val().get_bits::<32>(32) != self.rc.val().get_bits::<32>(384) {
+            self.addr_ne.next = self.addr_ne.val() | 8_u64;
+        }
+        if self.pr_src_ip.val().get_bits::<32>(0) != self.rc.val().get_bits::<32>(416) {
+            self.addr_ne.next = self.addr_ne.val() | 16_u64;
+        }
+        if self.pr_dst_ip.val().get_bits::<32>(96) != self.rc.val().get_bits::<32>(192) {
+            self.addr_ne.next = self.addr_ne.val() | 32_u64;
+        }
+        if self.pr_dst_ip.val().get_bits::<32>(64) != self.rc.val().get_bits::<32>(224) {
+            self.addr_ne.next = self.addr_ne.val() | 64_u64;
+        }
+        if self.pr_dst_ip.val().get_bits::<32>(32) != self.rc.val().get_bits::<32>(256) {
+            self.addr_ne.next = self.addr_ne.val() | 128_u64;
+        }
+        if self.pr_dst_ip.val().get_bits::<32>(0) != self.rc.val().get_bits::<32>(288) {
+            self.addr_ne.next = self.addr_ne.val() | 256_u64;
+        }
+        self.addr_ne_q.d.next = self.addr_ne.val();
+        self.cc_addr.next = self.addr_ne_q.q.val().any();
         // ACK and NAK carry their flow where data carries it.
         self.cc_flow_q.d.next = self.d_flow.val() >= self.rc.val().get_bits::<16>(80);
         self.cc_over_q.d.next = (self.flow_sum.val() >> self.k.flow_bits.val()) != 0_u64;
         self.cc_refused_ctl.next =
-            self.cc_unknown_q.q.val() | self.cc_addr_q.q.val() | self.cc_flow_q.q.val();
+            self.cc_unknown_q.q.val() | self.cc_addr.val() | self.cc_flow_q.q.val();
         self.cc_refused.next = self.cc_refused_ctl.val() | self.cc_over_q.q.val();
         self.cc_verdict.next = self.k.c_bad_flow.val();
         if self.cc_unknown_q.q.val() {
             self.cc_verdict.next = self.k.c_unknown_conn.val();
-        } else if self.cc_addr_q.q.val() {
+        } else if self.cc_addr.val() {
             self.cc_verdict.next = self.k.c_addr_mismatch.val();
         }
         self.rc_tag_sum.next = bit_cast::<17, 16>(self.rc.val().get_bits::<16>(96))
@@ -1036,8 +1069,15 @@ impl Logic for RxEngine {
         self.rs_conflict_q.d.next = (self.rs.val().get_bits::<32>(96) != self.d_msg_len.val())
             | (self.rs.val().get_bits::<8>(8) != self.pr_opcode.val())
             | (!self.d_is_write.val() & (self.rs.val().get_bits::<32>(64) != self.d_ssn.val()))
-            | ((self.rs.val().get_bits::<33>(128) + self.d_len.val())
-                > bit_cast::<33, 32>(self.d_msg_len.val()));
+            | self.len_over_q.q.val()
+            | (self.rs.val().get_bits::<33>(128) > self.room_q.q.val());
+        // `done + len > msg_len` with no adder after the block RAM: the packet's side is
+        // registered from the parse result, which holds from Idle on, long before the slot
+        // read returns (Decide1). The slot's done count never exceeds its message length, so
+        // the sum cannot wrap. (`len_over_q` keeps the test whole; Decide1 has already refused
+        // a packet whose offset plus length passes its message length.)
+        self.len_over_q.d.next = self.d_len.val() > bit_cast::<33, 32>(self.d_msg_len.val());
+        self.room_q.d.next = bit_cast::<33, 32>(self.d_msg_len.val()) - self.d_len.val();
         self.ack_ece.next = (self
             .pr_th
             .val()
@@ -1316,6 +1356,13 @@ impl Logic for RxEngine {
         if self.scan_earlier.val() {
             self.scan_min.next = self.scan_deadline.val();
         }
+
+        // The table-read data are loaded in every cycle, with no enable and no reset: 512
+        // flip-flops spread over the die, where an enable decoded from the state was a whole
+        // path of its own. TblDone presents what the cycle before it loaded (TblRead, or the
+        // TblFlowWait that saw the flow's entry), and the register block takes the data only
+        // then, and only for a read that succeeded.
+        self.tc_rdata_q.d.next = self.tbl_rd_w.val();
 
         // ---- The machine.
         if self.hold.q.val() != 0_u64 {
@@ -1983,7 +2030,6 @@ impl Logic for RxEngine {
                     }
                 }
                 St::TblStart => {
-                    self.tc_rdata_q.d.next = 0.into();
                     self.tc_status_q.d.next = self.k.ts_ok.val();
                     self.state.d.next = St::TblDone;
                     self.conn_addr.d.next = self.tc_index.val().get_bits::<CONN_BITS>(0);
@@ -2016,9 +2062,6 @@ impl Logic for RxEngine {
                     }
                 }
                 St::TblRead => {
-                    // Loaded in every TblRead and TblFlowWait cycle, so its enable is the state
-                    // alone; a flow's entry arrives in the last TblFlowWait cycle.
-                    self.tc_rdata_q.d.next = self.tbl_rd_w.val();
                     self.state.d.next = St::TblDone;
                     if self.tc_flow_q.q.val() {
                         self.ft.cmd_valid.next = true;
@@ -2048,7 +2091,6 @@ impl Logic for RxEngine {
                     }
                 }
                 St::TblFlowWait => {
-                    self.tc_rdata_q.d.next = self.tbl_rd_w.val();
                     if self.ft.res_valid.val() {
                         self.state.d.next = St::TblDone;
                     }

@@ -245,14 +245,27 @@ impl Traffic {
         }
         let ce = r.chance(0.1);
         let ecn = if ce { 0b11 } else { 0b10 };
+        // An address that is not the connection's: one bit of any byte of either address that
+        // the header carries (so every 32-bit word of the compare is exercised over IPv6), or
+        // the other address family with the same addresses (v4-mapped over IPv6, the last
+        // four bytes over IPv4).
         let mut src_ip = e.peer_ip;
-        if !clean && r.chance(0.06) {
-            src_ip[15] ^= 1;
+        let mut dst_ip = e.local_ip;
+        let mut ipv6 = e.ipv6;
+        if !clean && r.chance(0.08) {
+            let first = if e.ipv6 { 0 } else { 12 };
+            let byte = first + r.below(16 - first as u64) as usize;
+            let bit = 1u8 << r.below(8);
+            match r.below(3) {
+                0 => src_ip[byte] ^= bit,
+                1 => dst_ip[byte] ^= bit,
+                _ => ipv6 = !ipv6,
+            }
         }
-        let ip = if e.ipv6 {
+        let ip = if ipv6 {
             IpRepr::V6(Ipv6Repr {
                 src: Ipv6Addr::from(src_ip),
-                dst: Ipv6Addr::from(e.local_ip),
+                dst: Ipv6Addr::from(dst_ip),
                 dscp: 0,
                 ecn,
                 flow_label: 0,
@@ -263,7 +276,7 @@ impl Traffic {
             let a = |b: [u8; 16]| Ipv4Addr::new(b[12], b[13], b[14], b[15]);
             IpRepr::V4(Ipv4Repr {
                 src: a(src_ip),
-                dst: a(e.local_ip),
+                dst: a(dst_ip),
                 dscp: 0,
                 ecn,
                 ttl: 64,
