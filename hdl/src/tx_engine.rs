@@ -369,6 +369,10 @@ pub struct TxEngine<const C: usize> {
     // drop after a ring reset, and the fault bits of finished CM and payload reads.
     tq_desc: DFF<Bits<32>>,
     tq_cm: DFF<Bits<32>>,
+    // The oldest tag's two bits, kept beside `tq_rd` from the values it and the tag bits take
+    // next, so that the read-data routing starts at flip-flops, not at a 32-way select.
+    old_desc: DFF<Bit>,
+    old_cm: DFF<Bit>,
     tq_wr: DFF<Bits<TAG_PTR_BITS>>,
     tq_rd: DFF<Bits<TAG_PTR_BITS>>,
     drain: DFF<Bits<TAG_PTR_BITS>>,
@@ -539,6 +543,9 @@ pub struct TxEngine<const C: usize> {
     tq_idx: Signal<Local, Bits<TAG_BITS>>,
     k_is_desc: Signal<Local, Bit>,
     k_is_cm: Signal<Local, Bit>,
+    tq_idx_next: Signal<Local, Bits<TAG_BITS>>,
+    grant_desc: Signal<Local, Bit>,
+    grant_cm: Signal<Local, Bit>,
     r_end: Signal<Local, Bit>,
     r_drop: Signal<Local, Bit>,
     r_desc: Signal<Local, Bit>,
@@ -860,6 +867,8 @@ impl<const C: usize> Default for TxEngine<C> {
             dbeat: Default::default(),
             tq_desc: Default::default(),
             tq_cm: Default::default(),
+            old_desc: Default::default(),
+            old_cm: Default::default(),
             tq_wr: Default::default(),
             tq_rd: Default::default(),
             drain: Default::default(),
@@ -1015,6 +1024,9 @@ impl<const C: usize> Default for TxEngine<C> {
             tq_idx: Default::default(),
             k_is_desc: Default::default(),
             k_is_cm: Default::default(),
+            tq_idx_next: Default::default(),
+            grant_desc: Default::default(),
+            grant_cm: Default::default(),
             r_end: Default::default(),
             r_drop: Default::default(),
             r_desc: Default::default(),
@@ -1049,14 +1061,15 @@ impl<const C: usize> Logic for TxEngine<C> {
     fn update(&mut self) {
         dff_setup!(
             self, clock, fetch, fetched, pf_addr, pf_n, pf_arm, pf_armed, t_rem_q, single,
-            desc_out, desc_drop, dbeat, tq_desc, tq_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done,
-            rc_used, tq_full, rc_full, room_ok, pres, pwr, hend, low_q, cm, cm_busy, lf, la_run,
-            la_cnt, nf, nf_bad, nf_valid, fstate, fdesc, f, op_ok, is_cm, is_write, has_imm, thlen,
-            conn_ok, len_bad, port_bad, chk_q, fbeats, req_addr, req_len, lb, lb_run, lb_cnt, nb,
-            nj, nb_valid, state, head, stale, desc, job, conn_q, reason, th, j_valid, j_dst_mac,
-            j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp, j_sport, j_dport, j_opcode,
-            j_se, j_dest, j_ack, j_psn, j_th, j_thlen, j_plen, j_port, j_beats, j_start, streaming,
-            left, rptr, pend, pend_start, pend_beats, cb_pend, cb_amount
+            desc_out, desc_drop, dbeat, tq_desc, tq_cm, old_desc, old_cm, tq_wr, tq_rd, drain,
+            rerr, rc_iss, rc_done, rc_used, tq_full, rc_full, room_ok, pres, pwr, hend, low_q, cm,
+            cm_busy, lf, la_run, la_cnt, nf, nf_bad, nf_valid, fstate, fdesc, f, op_ok, is_cm,
+            is_write, has_imm, thlen, conn_ok, len_bad, port_bad, chk_q, fbeats, req_addr, req_len,
+            lb, lb_run, lb_cnt, nb, nj, nb_valid, state, head, stale, desc, job, conn_q, reason,
+            th, j_valid, j_dst_mac, j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp,
+            j_sport, j_dport, j_opcode, j_se, j_dest, j_ack, j_psn, j_th, j_thlen, j_plen, j_port,
+            j_beats, j_start, streaming, left, rptr, pend, pend_start, pend_beats, cb_pend,
+            cb_amount
         );
         self.ctab.read_clock.next = self.clock.val();
         self.ctab.write_clock.next = self.clock.val();
@@ -1419,8 +1432,8 @@ impl<const C: usize> Logic for TxEngine<C> {
         // ---- Read data, routed by the oldest tag. Dropped: everything while `drain` reads
         // of an old ring remain, and descriptor reads issued after a faulted batch.
         self.tq_idx.next = self.tq_rd.q.val().get_bits::<TAG_BITS>(0);
-        self.k_is_desc.next = self.tq_desc.q.val().get_bit(self.tq_idx.val().index());
-        self.k_is_cm.next = self.tq_cm.q.val().get_bit(self.tq_idx.val().index());
+        self.k_is_desc.next = self.old_desc.q.val();
+        self.k_is_cm.next = self.old_cm.q.val();
         self.r_end.next = self.rd_tvalid.val() & self.rd_tlast.val();
         self.r_drop.next = (self.drain.q.val() != 0_u64)
             | (self.k_is_desc.val() & (self.desc_drop.q.val() != 0_u64))
@@ -1469,6 +1482,27 @@ impl<const C: usize> Logic for TxEngine<C> {
             self.desc_out_next.next = self.desc_out_next.val() - 1_u64;
         }
         self.desc_out.d.next = self.desc_out_next.val();
+        // The oldest tag's bits next cycle: the next tag's when this read ends, else this
+        // one's; in either case the bits a grant gives that tag now, if it is the one
+        // granted (a tag is granted only when it is free, so only an empty queue's).
+        self.tq_idx_next.next = self.tq_idx.val() + 1_u64;
+        self.grant_desc.next = self.pf_grant.val();
+        self.grant_cm.next = self.m_grant.val() & self.is_cm.q.val();
+        if self.r_end.val() {
+            self.old_desc.d.next = self.tq_desc.q.val().get_bit(self.tq_idx_next.val().index());
+            self.old_cm.d.next = self.tq_cm.q.val().get_bit(self.tq_idx_next.val().index());
+            if (self.m_grant.val() | self.pf_grant.val())
+                & (self.tq_w.val() == self.tq_idx_next.val())
+            {
+                self.old_desc.d.next = self.grant_desc.val();
+                self.old_cm.d.next = self.grant_cm.val();
+            }
+        } else if (self.m_grant.val() | self.pf_grant.val())
+            & (self.tq_w.val() == self.tq_idx.val())
+        {
+            self.old_desc.d.next = self.grant_desc.val();
+            self.old_cm.d.next = self.grant_cm.val();
+        }
         if self.r_end.val() {
             self.tq_rd.d.next = self.tq_rd.q.val() + 1_u64;
             if self.drain.q.val() != 0_u64 {
