@@ -501,7 +501,10 @@ pub struct RxEngine {
     cs_x: Signal<Local, Bits<67>>,
     rs_done_q: DFF<Bit>,
     rs_same_msg_q: DFF<Bit>,
-    rs_conflict_q: DFF<Bit>,
+    /// The slot's message disagrees with the packet, one bit per test: length, opcode, SSN
+    /// (Sends), bytes done plus this payload past the length.
+    rs_conflict_q: DFF<Bits<4>>,
+    rs_conflict_w: Signal<Local, Bits<4>>,
     /// The packet's payload is longer than its message (`rs_conflict_q`'s length test).
     len_over_q: DFF<Bit>,
     /// The message length less the packet's payload: the most the slot may have done.
@@ -1066,11 +1069,21 @@ impl Logic for RxEngine {
         self.rs_active_q.d.next = self.rs.val().get_bits::<2>(0) == 1_u64;
         self.rs_done_q.d.next = self.rs.val().get_bits::<2>(0) == 2_u64;
         self.rs_same_msg_q.d.next = self.rs.val().get_bits::<32>(32) == self.d_msn.val();
-        self.rs_conflict_q.d.next = (self.rs.val().get_bits::<32>(96) != self.d_msg_len.val())
-            | (self.rs.val().get_bits::<8>(8) != self.pr_opcode.val())
-            | (!self.d_is_write.val() & (self.rs.val().get_bits::<32>(64) != self.d_ssn.val()))
-            | self.len_over_q.q.val()
-            | (self.rs.val().get_bits::<33>(128) > self.room_q.q.val());
+        // One flag per test, each straight from the slot RAM's output; Decide2 ORs them.
+        self.rs_conflict_w.next = 0.into();
+        if self.rs.val().get_bits::<32>(96) != self.d_msg_len.val() {
+            self.rs_conflict_w.next = self.rs_conflict_w.val() | 1_u64;
+        }
+        if self.rs.val().get_bits::<8>(8) != self.pr_opcode.val() {
+            self.rs_conflict_w.next = self.rs_conflict_w.val() | 2_u64;
+        }
+        if !self.d_is_write.val() & (self.rs.val().get_bits::<32>(64) != self.d_ssn.val()) {
+            self.rs_conflict_w.next = self.rs_conflict_w.val() | 4_u64;
+        }
+        if self.len_over_q.q.val() | (self.rs.val().get_bits::<33>(128) > self.room_q.q.val()) {
+            self.rs_conflict_w.next = self.rs_conflict_w.val() | 8_u64;
+        }
+        self.rs_conflict_q.d.next = self.rs_conflict_w.val();
         // `done + len > msg_len` with no adder after the block RAM: the packet's side is
         // registered from the parse result, which holds from Idle on, long before the slot
         // read returns (Decide1). The slot's done count never exceeds its message length, so
@@ -1651,7 +1664,7 @@ impl Logic for RxEngine {
                         self.nak_reason.d.next = self.k.nak_rnr.val();
                     } else if self.rs_active_q.q.val()
                         & self.rs_same_msg_q.q.val()
-                        & self.rs_conflict_q.q.val()
+                        & self.rs_conflict_q.q.val().any()
                     {
                         self.verdict.d.next = self.k.c_invalid.val();
                         self.f_nak.d.next = true;

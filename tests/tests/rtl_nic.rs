@@ -428,7 +428,16 @@ impl Traffic {
                     flow,
                     tag,
                     msn,
-                    ssn: if write { 0 } else { msn },
+                    // Now and then a Send whose SSN is not its message's (also in the clean
+                    // stream, where the rest of the packet matches the begun message): the
+                    // slot check must refuse it.
+                    ssn: if write {
+                        0
+                    } else if r.chance(if clean { 0.03 } else { 0.1 }) {
+                        msn ^ (1 << r.below(3))
+                    } else {
+                        msn
+                    },
                     offset,
                     msg_len,
                     timestamp: r.next_u32(),
