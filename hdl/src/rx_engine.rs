@@ -498,7 +498,13 @@ pub struct RxEngine {
     cs_a: Signal<Local, Bits<67>>,
     cs_b: Signal<Local, Bits<67>>,
     cs_c: Signal<Local, Bits<67>>,
-    cs_x: Signal<Local, Bits<67>>,
+    cs_s: Signal<Local, Bits<67>>,
+    cs_c2: Signal<Local, Bits<67>>,
+    cs_lo: Signal<Local, Bits<34>>,
+    cs_hi: Signal<Local, Bits<34>>,
+    cs_hi1: Signal<Local, Bits<34>>,
+    rg_below: Signal<Local, Bit>,
+    rg_over: Signal<Local, Bit>,
     rs_done_q: DFF<Bit>,
     rs_same_msg_q: DFF<Bit>,
     /// The slot's message disagrees with the packet, one bit per test: length, opcode, SSN
@@ -515,11 +521,12 @@ pub struct RxEngine {
     // compare in front of its decisions.
     new_done_q: DFF<Bits<33>>,
     completes_q: DFF<Bit>,
-    // The region bounds checks as flags, from the region read as it arrives (Decide1): below
-    // the base, and past the end by a carry-save form of `va + len > base + length` (one
-    // carry chain after the block RAM instead of an adder and a compare).
-    rg_below_q: DFF<Bit>,
-    rg_over_q: DFF<Bit>,
+    // The region bounds checks, from the region read as it arrives (Decide1), each as three
+    // flags of half-width carry chains: below the base (high words below, high words equal,
+    // low word below), and past the end by a carry-save form of `va + len > base + length`
+    // (the low half's carry, the high half's sign without and with that carry).
+    rg_below_q: DFF<Bits<3>>,
+    rg_over_q: DFF<Bits<3>>,
     recv_idx: DFF<Bits<RECV_INDEX_BITS>>,
     slot_idx: DFF<Bits<SLOT_INDEX_BITS>>,
     flow_idx: DFF<Bits<FLOW_BITS>>,
@@ -1045,20 +1052,52 @@ impl Logic for RxEngine {
             bit_cast::<65, 64>(self.d_va.val()) + bit_cast::<65, 33>(self.d_len.val());
         self.rg_q.d.next = self.rg.val();
         self.va_end_q.d.next = self.va_end.val();
-        self.rg_below_q.d.next = bit_cast::<65, 64>(self.d_va.val())
-            < bit_cast::<65, 64>(self.rg.val().get_bits::<64>(32));
-        // x = end − base − length − 1 over 67 bits, from a 3:2 compressor and one adder; the
-        // access runs past the region exactly when x ≥ 0.
+        // Both bounds tests straight from the block RAM are split at the middle, each half a
+        // carry chain of its own, and Decide2 joins the registered halves (`rg_below`,
+        // `rg_over`) with one gate. Below the base: by the high words, or equal high words
+        // and by the low.
+        self.rg_below_q.d.next = 0.into();
+        if self.d_va.val().get_bits::<32>(32) < self.rg.val().get_bits::<32>(64) {
+            self.rg_below_q.d.next = 1.into();
+        }
+        if self.d_va.val().get_bits::<32>(32) == self.rg.val().get_bits::<32>(64) {
+            self.rg_below_q.d.next = self.rg_below_q.d.val() | 2_u64;
+        }
+        if self.d_va.val().get_bits::<32>(0) < self.rg.val().get_bits::<32>(32) {
+            self.rg_below_q.d.next = self.rg_below_q.d.val() | 4_u64;
+        }
+        self.rg_below.next = self.rg_below_q.q.val().get_bit(0)
+            | (self.rg_below_q.q.val().get_bit(1) & self.rg_below_q.q.val().get_bit(2));
+        // x = end − base − length − 1 over 67 bits, from a 3:2 compressor (sum `cs_s`, carries
+        // `cs_c2`); the access runs past the region exactly when x ≥ 0. The low 33 bits give
+        // the carry into the high 34, whose sign is registered for both carries.
         self.cs_a.next = bit_cast::<67, 65>(self.va_end_q.q.val());
         self.cs_b.next = !bit_cast::<67, 64>(self.rg.val().get_bits::<64>(32));
         self.cs_c.next = !bit_cast::<67, 64>(self.rg.val().get_bits::<64>(96));
-        self.cs_x.next = (self.cs_a.val() ^ self.cs_b.val() ^ self.cs_c.val())
-            + (((self.cs_a.val() & self.cs_b.val())
-                | (self.cs_a.val() & self.cs_c.val())
-                | (self.cs_b.val() & self.cs_c.val()))
-                << 1_u64)
+        self.cs_s.next = self.cs_a.val() ^ self.cs_b.val() ^ self.cs_c.val();
+        self.cs_c2.next = ((self.cs_a.val() & self.cs_b.val())
+            | (self.cs_a.val() & self.cs_c.val())
+            | (self.cs_b.val() & self.cs_c.val()))
+            << 1_u64;
+        self.cs_lo.next = bit_cast::<34, 33>(self.cs_s.val().get_bits::<33>(0))
+            + bit_cast::<34, 33>(self.cs_c2.val().get_bits::<33>(0))
             + 1_u64;
-        self.rg_over_q.d.next = !self.cs_x.val().get_bit(66);
+        self.cs_hi.next = self.cs_s.val().get_bits::<34>(33) + self.cs_c2.val().get_bits::<34>(33);
+        self.cs_hi1.next = self.cs_hi.val() + 1_u64;
+        self.rg_over_q.d.next = 0.into();
+        if self.cs_lo.val().get_bit(33) {
+            self.rg_over_q.d.next = 1.into();
+        }
+        if self.cs_hi.val().get_bit(33) {
+            self.rg_over_q.d.next = self.rg_over_q.d.val() | 2_u64;
+        }
+        if self.cs_hi1.val().get_bit(33) {
+            self.rg_over_q.d.next = self.rg_over_q.d.val() | 4_u64;
+        }
+        self.rg_over.next = !self.rg_over_q.q.val().get_bit(1);
+        if self.rg_over_q.q.val().get_bit(0) {
+            self.rg_over.next = !self.rg_over_q.q.val().get_bit(2);
+        }
         self.rb_refused_q.d.next = !self.d_is_write.val()
             & (!self.rb_w.val().get_bit(0)
                 | (self.rb_w.val().get_bits::<32>(32) != self.d_ssn.val()));
@@ -1704,7 +1743,7 @@ impl Logic for RxEngine {
                                 == 0_u64
                             {
                                 self.verdict.d.next = self.k.c_denied.val();
-                            } else if self.rg_below_q.q.val() | self.rg_over_q.q.val() {
+                            } else if self.rg_below.val() | self.rg_over.val() {
                                 self.verdict.d.next = self.k.c_oob.val();
                             } else {
                                 self.f_place.d.next = true;

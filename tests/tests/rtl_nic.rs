@@ -410,6 +410,13 @@ impl Traffic {
                     if !clean && r.chance(0.1) {
                         va = reg.base + reg.length - 10;
                     }
+                    // Below the base: by a little (the same high word) or by 4 GB.
+                    if !clean && r.chance(0.05) {
+                        va = reg.base.wrapping_sub(1 + r.below(64));
+                        if r.chance(0.3) {
+                            va = reg.base.wrapping_sub(1 << 32);
+                        }
+                    }
                     // A packet of an open message that runs past the region's end, or ends
                     // exactly at it: its slot is in order, so the bounds check (not a slot
                     // check) decides, refusing the first and placing the second.
