@@ -134,9 +134,6 @@ pub struct FlowTable<const A: usize> {
     /// The window shifted down by the run's whole groups (`16 · group_q`), registered beside
     /// `run`, so that Shift moves it by the last 1..=16 places only.
     coarse: DFF<Bits<256>>,
-    /// The window bit of `distance` (`1 << (distance − 1)`), decoded in every cycle: Run
-    /// always comes between the accept's operands and Shift, so Shift ORs in a register.
-    mark: DFF<Bits<256>>,
     group_q: DFF<Bits<5>>,
     chunk_q: DFF<Bits<16>>,
     out_valid: DFF<Bit>,
@@ -232,7 +229,6 @@ impl<const A: usize> Default for FlowTable<A> {
             at_group: Default::default(),
             below_group: Default::default(),
             coarse: Default::default(),
-            mark: Default::default(),
             group_q: Default::default(),
             chunk_q: Default::default(),
             out_valid: Default::default(),
@@ -308,7 +304,6 @@ impl<const A: usize> Logic for FlowTable<A> {
             at_group,
             below_group,
             coarse,
-            mark,
             group_q,
             chunk_q,
             cached,
@@ -393,7 +388,6 @@ impl<const A: usize> Logic for FlowTable<A> {
 
         self.run.d.next = (bit_cast::<9, 5>(self.group_q.q.val()) << 4_u64)
             + bit_cast::<9, 4>(self.group_zero.val());
-        self.mark.d.next = bits::<256>(1) << (self.distance.q.val() - 1_u64);
         // The same stage as `run`, from the same group: `coarse >> (run mod 16)` is
         // `bitmap >> run` (a group of 16 shifts everything out, as `run` = 256 should).
         self.coarse.d.next =
@@ -533,7 +527,8 @@ impl<const A: usize> Logic for FlowTable<A> {
                         (self.coarse.q.val() >> self.run.q.val().get_bits::<4>(0)) >> 1_u64;
                 } else {
                     self.next_cum.next = self.cum.q.val();
-                    self.next_bitmap.next = self.bitmap.q.val() | self.mark.q.val();
+                    self.next_bitmap.next =
+                        self.bitmap.q.val() | (bits::<256>(1) << (self.distance.q.val() - 1_u64));
                 }
                 self.out_valid.d.next = true;
                 self.out_class.d.next = 0.into();
