@@ -954,29 +954,17 @@ impl Logic for RxEngine {
         if self.pr_ipv6.val() != self.rc.val().get_bit(1) {
             self.addr_ne.next = 1.into();
         }
-        if self.pr_src_ip.val().get_bits::<32>(96) != self.rc.val().get_bits::<32>(320) {
-            self.addr_ne.next = self.addr_ne.val() | 2_u64;
-        }
-        if self.pr_src_ip.val().get_bits::<32>(64) != self.rc.val().get_bits::<32>(352) {
-            self.addr_ne.next = self.addr_ne.val() | 4_u64;
-        }
-        if self.pr_src_ip.val().get_bits::<32>(32) != self.rc.val().get_bits::<32>(384) {
-            self.addr_ne.next = self.addr_ne.val() | 8_u64;
-        }
-        if self.pr_src_ip.val().get_bits::<32>(0) != self.rc.val().get_bits::<32>(416) {
-            self.addr_ne.next = self.addr_ne.val() | 16_u64;
-        }
-        if self.pr_dst_ip.val().get_bits::<32>(96) != self.rc.val().get_bits::<32>(192) {
-            self.addr_ne.next = self.addr_ne.val() | 32_u64;
-        }
-        if self.pr_dst_ip.val().get_bits::<32>(64) != self.rc.val().get_bits::<32>(224) {
-            self.addr_ne.next = self.addr_ne.val() | 64_u64;
-        }
-        if self.pr_dst_ip.val().get_bits::<32>(32) != self.rc.val().get_bits::<32>(256) {
-            self.addr_ne.next = self.addr_ne.val() | 128_u64;
-        }
-        if self.pr_dst_ip.val().get_bits::<32>(0) != self.rc.val().get_bits::<32>(288) {
-            self.addr_ne.next = self.addr_ne.val() | 256_u64;
+        for i in 0_usize..4 {
+            if self.pr_src_ip.val().get_bits::<32>(96 - 32 * i)
+                != self.rc.val().get_bits::<32>(320 + 32 * i)
+            {
+                self.addr_ne.next = self.addr_ne.val().replace_bit(1 + i, true);
+            }
+            if self.pr_dst_ip.val().get_bits::<32>(96 - 32 * i)
+                != self.rc.val().get_bits::<32>(192 + 32 * i)
+            {
+                self.addr_ne.next = self.addr_ne.val().replace_bit(5 + i, true);
+            }
         }
         self.addr_ne_q.d.next = self.addr_ne.val();
         self.cc_addr.next = self.addr_ne_q.q.val().any();

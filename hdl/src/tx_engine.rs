@@ -544,8 +544,8 @@ pub struct TxEngine<const C: usize> {
     k_is_desc: Signal<Local, Bit>,
     k_is_cm: Signal<Local, Bit>,
     tq_idx_next: Signal<Local, Bits<TAG_BITS>>,
-    grant_desc: Signal<Local, Bit>,
-    grant_cm: Signal<Local, Bit>,
+    /// A grant this cycle goes to the tag that is the oldest next cycle.
+    grant_old: Signal<Local, Bit>,
     r_end: Signal<Local, Bit>,
     r_drop: Signal<Local, Bit>,
     r_desc: Signal<Local, Bit>,
@@ -1025,8 +1025,7 @@ impl<const C: usize> Default for TxEngine<C> {
             k_is_desc: Default::default(),
             k_is_cm: Default::default(),
             tq_idx_next: Default::default(),
-            grant_desc: Default::default(),
-            grant_cm: Default::default(),
+            grant_old: Default::default(),
             r_end: Default::default(),
             r_drop: Default::default(),
             r_desc: Default::default(),
@@ -1486,22 +1485,16 @@ impl<const C: usize> Logic for TxEngine<C> {
         // one's; in either case the bits a grant gives that tag now, if it is the one
         // granted (a tag is granted only when it is free, so only an empty queue's).
         self.tq_idx_next.next = self.tq_idx.val() + 1_u64;
-        self.grant_desc.next = self.pf_grant.val();
-        self.grant_cm.next = self.m_grant.val() & self.is_cm.q.val();
+        self.grant_old.next = (self.m_grant.val() | self.pf_grant.val())
+            & ((self.r_end.val() & (self.tq_w.val() == self.tq_idx_next.val()))
+                | (!self.r_end.val() & (self.tq_w.val() == self.tq_idx.val())));
         if self.r_end.val() {
             self.old_desc.d.next = self.tq_desc.q.val().get_bit(self.tq_idx_next.val().index());
             self.old_cm.d.next = self.tq_cm.q.val().get_bit(self.tq_idx_next.val().index());
-            if (self.m_grant.val() | self.pf_grant.val())
-                & (self.tq_w.val() == self.tq_idx_next.val())
-            {
-                self.old_desc.d.next = self.grant_desc.val();
-                self.old_cm.d.next = self.grant_cm.val();
-            }
-        } else if (self.m_grant.val() | self.pf_grant.val())
-            & (self.tq_w.val() == self.tq_idx.val())
-        {
-            self.old_desc.d.next = self.grant_desc.val();
-            self.old_cm.d.next = self.grant_cm.val();
+        }
+        if self.grant_old.val() {
+            self.old_desc.d.next = self.pf_grant.val();
+            self.old_cm.d.next = self.m_grant.val() & self.is_cm.q.val();
         }
         if self.r_end.val() {
             self.tq_rd.d.next = self.tq_rd.q.val() + 1_u64;
