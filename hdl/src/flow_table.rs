@@ -27,6 +27,7 @@
 //! any logic uses it); classify one more (its 256-way bit select takes two register stages);
 //! accept 3 on the same flow, else 5.
 
+use crate::ram::BlockRam;
 use rust_hdl::prelude::*;
 
 // The classification below tests `distance > 256` bit by bit.
@@ -113,7 +114,7 @@ pub struct FlowTable<const A: usize> {
     k_new: Constant<Bits<2>>,
     k_oow: Constant<Bits<2>>,
 
-    ram: RAM<Bits<320>, A>,
+    ram: BlockRam<320, A>,
     phase: DFF<Phase>,
     op: DFF<Bits<3>>,
     index: DFF<Bits<A>>,

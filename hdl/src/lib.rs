@@ -33,6 +33,7 @@ pub mod crc;
 pub mod event_writer;
 pub mod flow_table;
 pub mod nic;
+pub mod ram;
 pub mod regs;
 pub mod rx_engine;
 pub mod rx_parse;

