@@ -26,7 +26,8 @@ commands:
                 default 1024 flows, 256 Tag contexts); --ports: MAC ports, 1 to 8 (default 8). --no-route: stop after placement and
                 print nextpnr's estimate. --placer: heap by default, static for the whole core
                 (the only placement it routes from, in about 80 minutes).
-                --fsm: state-machine encoding, one-hot by default (binary: as rust-hdl writes it)
+                --fsm: state-machine encoding: one-hot by default, binary (as rust-hdl writes it)
+                for the whole core
                 --wires: also print each block's wire demand after placement (half-perimeter
                 wirelength by block and the widest-reaching nets)
   wires FILE    the wire-demand report of a netlist placed by `synth --wires`
@@ -245,7 +246,7 @@ fn synth(args: &[String]) -> Result {
     let mut placer: Option<String> = None;
     let mut seed = "1".to_string();
     let mut wire_report = false;
-    let mut one_hot = true;
+    let mut one_hot: Option<bool> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -256,8 +257,8 @@ fn synth(args: &[String]) -> Result {
             "--wires" => wire_report = true,
             "--fsm" => {
                 one_hot = match it.next().map(String::as_str) {
-                    Some("one-hot") => true,
-                    Some("binary") => false,
+                    Some("one-hot") => Some(true),
+                    Some("binary") => Some(false),
                     _ => return Err("--fsm needs one-hot or binary".into()),
                 }
             }
@@ -336,8 +337,10 @@ fn synth(args: &[String]) -> Result {
     let mut wire_reports = Vec::new();
     for name in &names {
         let json = dir.join(format!("{name}.json"));
-        // One-hot state machines unless told (`--fsm binary`: the encoding rust-hdl writes).
-        let fsm = if one_hot {
+        // One-hot state machines for the blocks, binary (as rust-hdl writes them) for the whole
+        // core unless told: router1 did not converge on the one-hot core in 2 hours
+        // (docs/rtl.md, session 17), and routes the binary one in about 80 minutes.
+        let fsm = if one_hot.unwrap_or(name != "nic") {
             format!("script {}/fsm.ys; ", dir.display())
         } else {
             String::new()
@@ -394,7 +397,11 @@ fn synth(args: &[String]) -> Result {
     println!(
         "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed {seed}, {} placer, {router}, {} state machines, target {target_mhz} MHz{}{};",
         placer.as_deref().unwrap_or("heap (static for nic)"),
-        if one_hot { "one-hot" } else { "binary" },
+        match one_hot {
+            Some(true) => "one-hot",
+            Some(false) => "binary",
+            None => "one-hot (binary for nic)",
+        },
         if sized.is_empty() {
             String::new()
         } else {
