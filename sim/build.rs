@@ -682,8 +682,8 @@ fn main() {
                 "-Wno-WIDTH",
                 "-Wno-DECLFILENAME",
                 "-Wno-fatal",
-                // Block RAMs return an undefined word for a read of the address written in
-                // the same cycle (`ferroce_hdl::ram`); simulated, the inverted old word.
+                // A block RAM's read of the address whose write is landing is undefined
+                // (`ferroce_hdl::ram`); simulated, the inverted old word.
                 "-DFERROCE_RAM_POISON",
                 "--top-module",
                 if cycle { CYCLE_TOP } else { "top" },

@@ -79,6 +79,8 @@ impl<const W: usize, const N: usize> Logic for BlockRam<W, N> {
     }
 
     fn hdl(&self) -> Verilog {
+        // `reg[..] mem[..];` as rust-hdl's RAM writes it: `tests/tests/icarus_nic.rs` finds the
+        // memories by that pattern to zero them, as the FPGA's configuration does.
         Verilog::Custom(format!(
             "\
 (* no_rw_check *)

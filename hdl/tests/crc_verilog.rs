@@ -5,19 +5,9 @@
 use ferroce_hdl::crc::{Crc32Full, Crc32Tail, lane_prefix};
 use ferroce_hdl::verilog::generate;
 use std::fmt::Write;
-use std::path::PathBuf;
-use std::process::Command;
 
-fn iverilog_present() -> bool {
-    let found = Command::new("sh")
-        .args(["-c", "command -v iverilog >/dev/null"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found && std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_none() {
-        panic!("iverilog is not installed: run `cargo xtask test`, which installs it");
-    }
-    found
-}
+mod common;
+use common::{iverilog_present, run_icarus};
 
 /// A deterministic stream of test values.
 fn values(seed: u64, count: usize) -> Vec<u64> {
@@ -42,8 +32,6 @@ fn reference(state: u32, bytes: &[u8]) -> u32 {
 /// Runs `dut` (a module `top`) under Icarus with a testbench that applies each input vector
 /// (`crc_in`, `data`, third input) and prints `crc_out` in hex, one line per vector.
 fn run(name: &str, dut: String, third: (&str, usize), vectors: &[(u32, u64, u64)]) -> Vec<u32> {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("crc_verilog");
-    std::fs::create_dir_all(&dir).unwrap();
     let (port, width) = third;
     let mut tb = format!(
         "module tb;\n  reg [31:0] crc_in; reg [63:0] data; reg [{}:0] {port}; wire [31:0] crc_out;\n  \
@@ -58,28 +46,9 @@ fn run(name: &str, dut: String, third: (&str, usize), vectors: &[(u32, u64, u64)
         .unwrap();
     }
     tb.push_str("    $finish;\n  end\nendmodule\n");
-    let v = dir.join(format!("{name}.v"));
-    let tbv = dir.join(format!("{name}_tb.v"));
-    let vvp = dir.join(format!("{name}.vvp"));
-    std::fs::write(&v, dut).unwrap();
-    std::fs::write(&tbv, tb).unwrap();
-    let out = Command::new("iverilog")
-        .args(["-g2012", "-o"])
-        .arg(&vvp)
-        .arg(&v)
-        .arg(&tbv)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "iverilog: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = Command::new("vvp").arg("-n").arg(&vvp).output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| u32::from_str_radix(l.trim(), 16).ok())
+    run_icarus("crc_verilog", name, &dut, &tb, &[])
+        .into_iter()
+        .map(|v| v as u32)
         .collect()
 }
 

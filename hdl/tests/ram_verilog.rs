@@ -6,19 +6,9 @@
 use ferroce_hdl::ram::BlockRam;
 use ferroce_hdl::verilog::generate;
 use std::fmt::Write;
-use std::path::PathBuf;
-use std::process::Command;
 
-fn iverilog_present() -> bool {
-    let found = Command::new("sh")
-        .args(["-c", "command -v iverilog >/dev/null"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found && std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_none() {
-        panic!("iverilog is not installed: run `cargo xtask test`, which installs it");
-    }
-    found
-}
+mod common;
+use common::{iverilog_present, run_icarus};
 
 /// One cycle's inputs: read address, write enable, write address, write data.
 type Op = (u8, bool, u8, u8);
@@ -64,8 +54,6 @@ fn expected(ops: &[Op], poison: bool) -> Vec<u8> {
 /// Runs the RAM's Verilog under Icarus over `ops` (with `FERROCE_RAM_POISON` defined when
 /// `poison`) and returns the read data after each clock edge.
 fn run(ops: &[Op], poison: bool) -> Vec<u8> {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ram_verilog");
-    std::fs::create_dir_all(&dir).unwrap();
     let mut tb = String::from(
         "module tb;\n  reg clock = 0; reg [1:0] ra = 0; reg we = 0; reg [1:0] wa = 0; \
          reg [7:0] wd = 0; wire [7:0] rd;\n  integer i;\n  \
@@ -83,27 +71,11 @@ fn run(ops: &[Op], poison: bool) -> Vec<u8> {
     }
     tb.push_str("    $finish;\n  end\nendmodule\n");
     let name = if poison { "ram_poison" } else { "ram_plain" };
-    let v = dir.join(format!("{name}.v"));
-    let tbv = dir.join(format!("{name}_tb.v"));
-    let vvp = dir.join(format!("{name}.vvp"));
-    std::fs::write(&v, generate(BlockRam::<8, 2>::default())).unwrap();
-    std::fs::write(&tbv, tb).unwrap();
-    let mut cmd = Command::new("iverilog");
-    cmd.args(["-g2012", "-o"]).arg(&vvp);
-    if poison {
-        cmd.arg("-DFERROCE_RAM_POISON");
-    }
-    let out = cmd.arg(&v).arg(&tbv).output().unwrap();
-    assert!(
-        out.status.success(),
-        "iverilog: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = Command::new("vvp").arg("-n").arg(&vvp).output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| u8::from_str_radix(l.trim(), 16).ok())
+    let dut = generate(BlockRam::<8, 2>::default());
+    let defines: &[&str] = if poison { &["FERROCE_RAM_POISON"] } else { &[] };
+    run_icarus("ram_verilog", name, &dut, &tb, defines)
+        .into_iter()
+        .map(|v| v as u8)
         .collect()
 }
 
