@@ -18,9 +18,9 @@
 //! The entry of the last operation stays in registers (written back to RAM by every operation
 //! that changes it), so an operation on the same flow as the one before — the accept and the
 //! ACK after a classify, or back-to-back packets of one flow — skips the RAM read. The search
-//! for the run of received FSNs above the cumulative one (a two-level tree, 16 groups of 16)
-//! runs continuously on the registered window, so an accept does not wait for it unless the
-//! window changed in the last two cycles.
+//! for the run of received FSNs above the cumulative one (a two-level tree, 16 groups of 16,
+//! in three register stages) runs continuously on the registered window, so an accept does not
+//! wait for it unless the window changed in the last two cycles.
 //!
 //! Latency from the cycle the operation is taken to `res_valid`: ACK, read and init 2 cycles on
 //! the same flow as the operation before, else 3 (the block RAM output is registered before
@@ -135,6 +135,10 @@ pub struct FlowTable<const A: usize> {
     /// The window shifted down by the run's whole groups (`16 · group_q`), registered beside
     /// `run`, so that Shift moves it by the last 1..=16 places only.
     coarse: DFF<Bits<256>>,
+    /// The lowest group of the window that is not full, one-hot (zero when all are full):
+    /// the search's first stage, so that the second selects that group with an AND-OR
+    /// rather than through a priority chain and a 16-way multiplexer in one cycle.
+    first_hot_q: DFF<Bits<16>>,
     group_q: DFF<Bits<5>>,
     chunk_q: DFF<Bits<16>>,
     out_valid: DFF<Bit>,
@@ -150,7 +154,8 @@ pub struct FlowTable<const A: usize> {
     // The registers hold the entry at `cached_index` (as the RAM has it).
     cached: DFF<Bit>,
     cached_index: DFF<Bits<A>>,
-    // Cycles until `run` describes the registered window (0: it does).
+    // Cycles until an in-order accept may leave Run: at 0, `run` describes the registered
+    // window by the next cycle, when Shift uses it.
     settle: DFF<Bits<2>>,
 
     word: Signal<Local, Bits<320>>,
@@ -173,7 +178,8 @@ pub struct FlowTable<const A: usize> {
     group_full: Signal<Local, Bits<16>>,
     group_zero: Signal<Local, Bits<4>>,
     first_group: Signal<Local, Bits<5>>,
-    group_found: Signal<Local, Bit>,
+    first_hot: Signal<Local, Bits<16>>,
+    below_full: Signal<Local, Bit>,
     zero_found: Signal<Local, Bit>,
     chunk: Signal<Local, Bits<16>>,
     ce_next: Signal<Local, Bits<16>>,
@@ -230,6 +236,7 @@ impl<const A: usize> Default for FlowTable<A> {
             at_group: Default::default(),
             below_group: Default::default(),
             coarse: Default::default(),
+            first_hot_q: Default::default(),
             group_q: Default::default(),
             chunk_q: Default::default(),
             out_valid: Default::default(),
@@ -261,7 +268,8 @@ impl<const A: usize> Default for FlowTable<A> {
             group_full: Default::default(),
             group_zero: Default::default(),
             first_group: Default::default(),
-            group_found: Default::default(),
+            first_hot: Default::default(),
+            below_full: Default::default(),
             zero_found: Default::default(),
             chunk: Default::default(),
             ce_next: Default::default(),
@@ -305,6 +313,7 @@ impl<const A: usize> Logic for FlowTable<A> {
             at_group,
             below_group,
             coarse,
+            first_hot_q,
             group_q,
             chunk_q,
             cached,
@@ -357,21 +366,30 @@ impl<const A: usize> Logic for FlowTable<A> {
                 self.group_full.next = self.group_full.val().replace_bit(g, true);
             }
         }
-        self.first_group.next = 16.into();
-        self.group_found.next = false;
+        self.first_hot.next = 0.into();
+        self.below_full.next = true;
         for g in 0_usize..16 {
-            if !self.group_found.val() & !self.group_full.val().get_bit(g) {
-                self.first_group.next = g.to_bits::<5>();
-                self.group_found.next = true;
+            if self.below_full.val() & !self.group_full.val().get_bit(g) {
+                self.first_hot.next = self.first_hot.val().replace_bit(g, true);
             }
+            self.below_full.next = self.below_full.val() & self.group_full.val().get_bit(g);
+        }
+        self.first_hot_q.d.next = self.first_hot.val();
+        // Second stage: the group's number (16 when every group is full) and its bits. It reads
+        // the window as it is now, not as the first stage saw it; the two differ only while
+        // `settle` says the search has not caught up.
+        self.first_group.next = 0.into();
+        if !self.first_hot_q.q.val().any() {
+            self.first_group.next = 16.into();
         }
         self.chunk.next = 0.into();
         for g in 0_usize..16 {
-            if self.first_group.val() == g.to_bits::<5>() {
-                self.chunk.next = self.bitmap.q.val().get_bits::<16>(16 * g);
+            if self.first_hot_q.q.val().get_bit(g) {
+                self.first_group.next = self.first_group.val() | g.to_bits::<5>();
+                self.chunk.next = self.chunk.val() | self.bitmap.q.val().get_bits::<16>(16 * g);
             }
         }
-        // The search runs every cycle, two register stages behind the window.
+        // The search runs every cycle, three register stages behind the window.
         self.group_q.d.next = self.first_group.val();
         self.chunk_q.d.next = self.chunk.val();
         if self.settle.q.val() != 0_u64 {

@@ -180,3 +180,58 @@ fn an_operation_queued_behind_a_busy_one_waits_its_turn() {
         }
     }
 }
+
+#[test]
+fn an_in_order_accept_right_behind_another_accept_sees_its_window() {
+    // The in-order accept moves the cumulative FSN over the run of received FSNs above it,
+    // which the table searches continuously a few register stages behind the window: taken
+    // in the first cycle the table allows, it must still see the run the accept before it
+    // extended.
+    let Some(mut rtl) = flow_table() else {
+        return;
+    };
+    rtl.set_coalesce(4);
+    let index = 9u32;
+    let mut rng = Rng::new(0xacce);
+    let cum = rng.next_u32() & FSN_MASK;
+    rtl.init(index, cum);
+    let mut m = FlowRxState::new(cum);
+    let mut longest = 0u32;
+    for n in 0..3_000 {
+        // A new FSN above the cumulative one: often the lowest missing one, so that the run
+        // grows through it; else one at random.
+        let lowest = (1..=255u32)
+            .find(|&d| m.bitmap[(d - 1) as usize / 64] >> ((d - 1) % 64) & 1 == 0)
+            .unwrap_or(256);
+        let first = if lowest < 256 && rng.upto(2) != 0 {
+            lowest
+        } else {
+            1 + rng.upto(60) as u32
+        };
+        let SackClass::New { distance, .. } = m.classify(fsn_add(m.cum, first)) else {
+            continue;
+        };
+        if rng.upto(5) != 0 {
+            // Only widen the window this time.
+            let got = rtl.accept(index, distance);
+            m.accept(distance);
+            m.unacked = m.unacked.saturating_add(1);
+            assert_eq!(got.state, as_state(&m), "op {n}: accept {distance}");
+            continue;
+        }
+        let before = m.cum;
+        let (a, b) = rtl.accept_then_accept(index, distance, 0);
+        m.accept(distance);
+        m.unacked = m.unacked.saturating_add(1);
+        assert_eq!(a.state, as_state(&m), "op {n}: accept {distance}");
+        m.accept(0);
+        m.unacked = m.unacked.saturating_add(1);
+        assert_eq!(
+            b.state,
+            as_state(&m),
+            "op {n}: the in-order accept behind it"
+        );
+        longest = longest.max(m.cum.wrapping_sub(before) & FSN_MASK);
+    }
+    assert!(longest > 16, "runs longer than one group: {longest}");
+}

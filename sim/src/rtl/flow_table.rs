@@ -213,24 +213,52 @@ impl RtlFlowTable {
         ce: bool,
         then: u32,
     ) -> (FlowResult, FlowResult) {
+        self.back_to_back(
+            (FLOW_OP_CLASSIFY, index, fsn, ce, 0),
+            (FLOW_OP_READ, then, 0, false, 0),
+        )
+    }
+
+    /// Accepts `first` on entry `index` and offers the accept of `second` on the same entry
+    /// from the very next cycle, held until the table takes it: the tightest spacing a
+    /// requester can give two operations that change one window. Both results, in order.
+    pub fn accept_then_accept(
+        &mut self,
+        index: u32,
+        first: u32,
+        second: u32,
+    ) -> (FlowResult, FlowResult) {
+        self.back_to_back(
+            (FLOW_OP_ACCEPT, index, 0, false, first),
+            (FLOW_OP_ACCEPT, index, 0, false, second),
+        )
+    }
+
+    /// Offers `first`, then `second` from the next cycle until taken (operation, index, FSN,
+    /// CE, distance each); panics if the second is taken before the first's result.
+    fn back_to_back(
+        &mut self,
+        first: (u64, u32, u32, bool, u32),
+        second: (u64, u32, u32, bool, u32),
+    ) -> (FlowResult, FlowResult) {
         self.wait_ready();
-        self.offer(FLOW_OP_CLASSIFY, index, fsn, ce, 0);
+        self.offer(first.0, first.1, first.2, first.3, first.4);
         self.tick();
-        self.offer(FLOW_OP_READ, then, 0, false, 0);
-        let mut first = None;
+        self.offer(second.0, second.1, second.2, second.3, second.4);
+        let mut result = None;
         for _ in 0..32 {
-            if first.is_none() && self.rtl.get_u64(self.p.res_valid) == 1 {
-                first = Some(self.read(FLOW_OP_CLASSIFY));
+            if result.is_none() && self.rtl.get_u64(self.p.res_valid) == 1 {
+                result = Some(self.read(first.0));
             }
             let taken = self.rtl.get_u64(self.p.ready) == 1;
             assert!(
-                !taken || first.is_some(),
+                !taken || result.is_some(),
                 "the table took an operation before presenting the one it was busy with"
             );
             self.tick();
             if taken {
-                let second = self.wait_result(FLOW_OP_READ);
-                return (first.expect("checked above"), second);
+                let then = self.wait_result(second.0);
+                return (result.expect("checked above"), then);
             }
         }
         panic!("flow table did not take the queued operation within 32 cycles");
