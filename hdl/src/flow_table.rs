@@ -121,6 +121,12 @@ pub struct FlowTable<const A: usize> {
     fsn: DFF<Bits<24>>,
     ce: DFF<Bit>,
     distance: DFF<Bits<9>>,
+    /// `distance` is zero (an in-order accept), registered beside it.
+    in_order: DFF<Bit>,
+    /// The window bit an out-of-order accept sets (`1 << (distance − 1)`), decoded in every
+    /// cycle from the registered distance: an accept passes through Run before Shift uses it,
+    /// so Shift ORs in a register instead of decoding the distance on its way into the window.
+    set_mask: DFF<Bits<256>>,
     cum: DFF<Bits<24>>,
     bitmap: DFF<Bits<256>>,
     unacked: DFF<Bits<16>>,
@@ -227,6 +233,8 @@ impl<const A: usize> Default for FlowTable<A> {
             fsn: Default::default(),
             ce: Default::default(),
             distance: Default::default(),
+            in_order: Default::default(),
+            set_mask: Default::default(),
             cum: Default::default(),
             bitmap: Default::default(),
             unacked: Default::default(),
@@ -294,6 +302,8 @@ impl<const A: usize> Logic for FlowTable<A> {
             fsn,
             ce,
             distance,
+            in_order,
+            set_mask,
             cum,
             bitmap,
             unacked,
@@ -405,6 +415,7 @@ impl<const A: usize> Logic for FlowTable<A> {
             }
         }
 
+        self.set_mask.d.next = bits::<256>(1) << (self.distance.q.val() - 1_u64);
         self.run.d.next = (bit_cast::<9, 5>(self.group_q.q.val()) << 4_u64)
             + bit_cast::<9, 4>(self.group_zero.val());
         // The same stage as `run`, from the same group: `coarse >> (run mod 16)` is
@@ -423,6 +434,7 @@ impl<const A: usize> Logic for FlowTable<A> {
                 self.fsn.d.next = self.cmd_fsn.val();
                 self.ce.d.next = self.cmd_ce.val();
                 self.distance.d.next = self.cmd_distance.val();
+                self.in_order.d.next = self.cmd_distance.val() == 0_u64;
                 self.diff_q.d.next = self.cmd_fsn.val() - self.cum.q.val();
                 if self.cmd_valid.val() {
                     if self.hit.val() {
@@ -527,7 +539,7 @@ impl<const A: usize> Logic for FlowTable<A> {
             Phase::Run => {
                 // An in-order FSN needs the run above it: wait until the search has caught up
                 // with the window.
-                if (self.settle.q.val() == 0_u64) | (self.distance.q.val() != 0_u64) {
+                if (self.settle.q.val() == 0_u64) | !self.in_order.q.val() {
                     self.phase.d.next = Phase::Shift;
                 }
             }
@@ -538,7 +550,7 @@ impl<const A: usize> Logic for FlowTable<A> {
                     self.next_unacked.next = self.unacked.q.val();
                 }
                 self.next_ce.next = self.ce_count.q.val();
-                if self.distance.q.val() == 0_u64 {
+                if self.in_order.q.val() {
                     // FSN == cum: move past it and the run of received FSNs above it.
                     self.next_cum.next =
                         self.cum.q.val() + bit_cast::<24, 9>(self.run.q.val()) + 1_u64;
@@ -546,8 +558,7 @@ impl<const A: usize> Logic for FlowTable<A> {
                         (self.coarse.q.val() >> self.run.q.val().get_bits::<4>(0)) >> 1_u64;
                 } else {
                     self.next_cum.next = self.cum.q.val();
-                    self.next_bitmap.next =
-                        self.bitmap.q.val() | (bits::<256>(1) << (self.distance.q.val() - 1_u64));
+                    self.next_bitmap.next = self.bitmap.q.val() | self.set_mask.q.val();
                 }
                 self.out_valid.d.next = true;
                 self.out_class.d.next = 0.into();
