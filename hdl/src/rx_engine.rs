@@ -484,9 +484,9 @@ pub struct RxEngine {
     hold: DFF<Bits<2>>,
     conn_addr: DFF<Bits<CONN_BITS>>,
     region_addr: DFF<Bits<REGION_BITS>>,
-    // The region entry, registered the cycle after its read arrives (Decide1), for Decide2's
-    // key and access checks; the access's end, registered from the frame's fields, for the
-    // bounds flags below.
+    // The region entry (read from Idle on, it arrives in Classify), registered in every
+    // cycle: Decide1 tests the bounds from it and Decide2 the key and access; the access's
+    // end, registered from the frame's fields, for the bounds flags below.
     rg_q: DFF<Bits<160>>,
     va_end_q: DFF<Bits<65>>,
     // The receive-buffer and message-slot checks, registered the same way: the reads arrive
@@ -494,6 +494,11 @@ pub struct RxEngine {
     // through 32-bit compares and a 33-bit adder.
     rb_refused_q: DFF<Bit>,
     rb_short_q: DFF<Bit>,
+    /// Decide1's terminal checks (Tag beyond the connection's count or the table, data
+    /// beyond the message's length), registered in every cycle: Decide1 follows at least one
+    /// cycle with the frame's fields and its latched connection entry in place, so it selects
+    /// a flag instead of running two adds and three compares into its enables.
+    tag_len_bad_q: DFF<Bit>,
     rb_place_q: DFF<Bits<64>>,
     rs_active_q: DFF<Bit>,
     cs_a: Signal<Local, Bits<67>>,
@@ -728,6 +733,7 @@ impl Logic for RxEngine {
             va_end_q,
             rb_refused_q,
             rb_short_q,
+            tag_len_bad_q,
             rb_place_q,
             rs_active_q,
             rs_done_q,
@@ -1041,18 +1047,18 @@ impl Logic for RxEngine {
             bit_cast::<65, 64>(self.d_va.val()) + bit_cast::<65, 33>(self.d_len.val());
         self.rg_q.d.next = self.rg.val();
         self.va_end_q.d.next = self.va_end.val();
-        // Both bounds tests straight from the block RAM are split at the middle, each half a
-        // carry chain of its own, and Decide2 joins the registered halves (`rg_below`,
-        // `rg_over`) with one gate. Below the base: by the high words, or equal high words
-        // and by the low.
+        // Both bounds tests, from the registered region entry (read from Idle on, so `rg_q`
+        // holds it in Decide1), are split at the middle, each half a carry chain of its own,
+        // and Decide2 joins the registered halves (`rg_below`, `rg_over`) with one gate.
+        // Below the base: by the high words, or equal high words and by the low.
         self.rg_below_q.d.next = 0.into();
-        if self.d_va.val().get_bits::<32>(32) < self.rg.val().get_bits::<32>(64) {
+        if self.d_va.val().get_bits::<32>(32) < self.rg_q.q.val().get_bits::<32>(64) {
             self.rg_below_q.d.next = 1.into();
         }
-        if self.d_va.val().get_bits::<32>(32) == self.rg.val().get_bits::<32>(64) {
+        if self.d_va.val().get_bits::<32>(32) == self.rg_q.q.val().get_bits::<32>(64) {
             self.rg_below_q.d.next = self.rg_below_q.d.val() | 2_u64;
         }
-        if self.d_va.val().get_bits::<32>(0) < self.rg.val().get_bits::<32>(32) {
+        if self.d_va.val().get_bits::<32>(0) < self.rg_q.q.val().get_bits::<32>(32) {
             self.rg_below_q.d.next = self.rg_below_q.d.val() | 4_u64;
         }
         self.rg_below.next = self.rg_below_q.q.val().get_bit(0)
@@ -1061,8 +1067,8 @@ impl Logic for RxEngine {
         // `cs_c2`); the access runs past the region exactly when x ≥ 0. The low 33 bits give
         // the carry into the high 34, whose sign is registered for both carries.
         self.cs_a.next = bit_cast::<67, 65>(self.va_end_q.q.val());
-        self.cs_b.next = !bit_cast::<67, 64>(self.rg.val().get_bits::<64>(32));
-        self.cs_c.next = !bit_cast::<67, 64>(self.rg.val().get_bits::<64>(96));
+        self.cs_b.next = !bit_cast::<67, 64>(self.rg_q.q.val().get_bits::<64>(32));
+        self.cs_c.next = !bit_cast::<67, 64>(self.rg_q.q.val().get_bits::<64>(96));
         self.cs_s.next = self.cs_a.val() ^ self.cs_b.val() ^ self.cs_c.val();
         self.cs_c2.next = ((self.cs_a.val() & self.cs_b.val())
             | (self.cs_a.val() & self.cs_c.val())
@@ -1090,6 +1096,9 @@ impl Logic for RxEngine {
         self.rb_refused_q.d.next = !self.d_is_write.val()
             & (!self.rb_w.val().get_bit(0)
                 | (self.rb_w.val().get_bits::<32>(32) != self.d_ssn.val()));
+        self.tag_len_bad_q.d.next = (self.d_tag.val() >= self.c_tag_count.val())
+            | ((self.tag_sum.val() >> self.k.tag_bits.val()) != 0_u64)
+            | (self.d_end.val() > bit_cast::<33, 32>(self.d_msg_len.val()));
         self.rb_short_q.d.next =
             self.d_end.val() > bit_cast::<33, 32>(self.rb_w.val().get_bits::<32>(128));
         self.rb_place_q.d.next =
@@ -1467,6 +1476,10 @@ impl Logic for RxEngine {
                     self.scan_idx.d.next = 0.into();
                     self.min_next.d.next = 0xFFFF_FFFF_FFFF_FFFF_u64.into();
                     self.conn_addr.d.next = self.pr_dest_conn.val().get_bits::<CONN_BITS>(0);
+                    // The region entry is read from here on (a table command loads the
+                    // address again), so it arrives in Classify and the bounds are tested in
+                    // Decide1 from its registered copy, not from the block RAM's output.
+                    self.region_addr.d.next = self.d_rkey.val().get_bits::<REGION_BITS>(8);
                     if self.tc_valid.val() {
                         self.state.d.next = St::TblStart;
                     } else if (self.armed_count.q.val() != 0_u64)
@@ -1556,7 +1569,6 @@ impl Logic for RxEngine {
                         | bit_cast::<SLOT_INDEX_BITS, SLOT_BITS>(
                             self.d_msn.val().get_bits::<SLOT_BITS>(0),
                         );
-                    self.region_addr.d.next = self.d_rkey.val().get_bits::<REGION_BITS>(8);
                     self.conn.d.next = self.rc.val();
                     self.rate.d.next = self.rate_ram.read_data.val();
                     self.flow_idx.d.next = self.flow_sum.val().get_bits::<FLOW_BITS>(0);
@@ -1664,10 +1676,7 @@ impl Logic for RxEngine {
                     self.ack_port.d.next = self.pr_port.val();
                     self.ack_ts.d.next = self.d_ts.val();
                     self.ack_flow.d.next = self.d_flow.val();
-                    if (self.d_tag.val() >= self.c_tag_count.val())
-                        | ((self.tag_sum.val() >> self.k.tag_bits.val()) != 0_u64)
-                        | (self.d_end.val() > bit_cast::<33, 32>(self.d_msg_len.val()))
-                    {
+                    if self.tag_len_bad_q.q.val() {
                         // Terminal, nothing to account: consumed and NAKed.
                         self.verdict.d.next = self.k.c_invalid.val();
                         self.f_nak.d.next = true;
@@ -1720,7 +1729,7 @@ impl Logic for RxEngine {
                         self.f_account.d.next = true;
                         self.f_accept.d.next = true;
                         if self.d_is_write.val() {
-                            // The region checks (its entry was read with the slot's).
+                            // The region checks (its entry was read from Idle on).
                             self.place_addr.d.next = self.d_va.val();
                             if (((self.d_rkey.val() >> 8_u64) >> self.k.region_bits.val()) != 0_u64)
                                 | !self.rg_q.q.val().get_bit(0)
