@@ -33,6 +33,9 @@ pub struct FlowResult {
     pub unacked_one: bool,
 }
 
+/// One operation on the command bus: `FLOW_OP_*`, index, FSN, CE mark, distance.
+type Command = (u64, u32, u32, bool, u32);
+
 struct Ports {
     clock: Port,
     reset: Port,
@@ -234,17 +237,15 @@ impl RtlFlowTable {
         )
     }
 
-    /// Offers `first`, then `second` from the next cycle until taken (operation, index, FSN,
-    /// CE, distance each); panics if the second is taken before the first's result.
-    fn back_to_back(
-        &mut self,
-        first: (u64, u32, u32, bool, u32),
-        second: (u64, u32, u32, bool, u32),
-    ) -> (FlowResult, FlowResult) {
+    /// Offers `first`, then `second` from the next cycle until taken; panics if the second is
+    /// taken before the first's result.
+    fn back_to_back(&mut self, first: Command, second: Command) -> (FlowResult, FlowResult) {
         self.wait_ready();
-        self.offer(first.0, first.1, first.2, first.3, first.4);
+        let (op, index, fsn, ce, distance) = first;
+        self.offer(op, index, fsn, ce, distance);
         self.tick();
-        self.offer(second.0, second.1, second.2, second.3, second.4);
+        let (op, index, fsn, ce, distance) = second;
+        self.offer(op, index, fsn, ce, distance);
         let mut result = None;
         for _ in 0..32 {
             if result.is_none() && self.rtl.get_u64(self.p.res_valid) == 1 {
