@@ -630,6 +630,12 @@ pub struct RxEngine {
     // The accept result's ACK-policy flags (`FlowTable::res_ack_due`, `res_unacked_one`).
     acc_due: DFF<Bit>,
     acc_one: DFF<Bit>,
+    // The ACK timer's start, decided in Accept and applied in the cycle after from registers
+    // only: the deadline (`now + ack_delay`, registered in every cycle) and whether it comes
+    // before the earliest armed one (registered in every cycle from those).
+    due_q: DFF<Bits<64>>,
+    due_first_q: DFF<Bit>,
+    timer_start: DFF<Bit>,
 
     // Fields of the frame at the head of the FIFO.
     d_flow: Signal<Local, Bits<16>>,
@@ -682,7 +688,6 @@ pub struct RxEngine {
     tbl_rd_w: Signal<Local, Bits<512>>,
     va_end: Signal<Local, Bits<65>>,
     m_rd: Signal<Local, Bits<160>>,
-    due: Signal<Local, Bits<64>>,
     ev_w: Signal<Local, Bits<512>>,
     swap_in: Signal<Local, Bits<256>>,
     swap_out: Signal<Local, Bits<256>>,
@@ -815,11 +820,12 @@ impl Logic for RxEngine {
             acc_wait,
             acc_done,
             acc_due,
-            acc_one
+            acc_one,
+            due_q,
+            due_first_q,
+            timer_start
         );
         clock!(self, clock, ft);
-        self.meta.next = (bit_cast::<160, 144>(self.meta_hi.q.val()) << 16_u64)
-            | bit_cast::<160, 16>(self.meta_lo.q.val());
         self.k.reset.next = self.reset.val();
         self.ft.reset.next = self.reset.val();
         self.ft.coalesce.next = self.ack_coalesce.val();
@@ -867,7 +873,6 @@ impl Logic for RxEngine {
         self.slot_ram.write_data.next = 0.into();
         self.meta_ram.write_enable.next = false;
         self.meta_ram.write_address.next = self.flow_idx.q.val();
-        self.meta_ram.write_data.next = self.meta.val();
 
         // Outputs default.
         self.pr_pop.next = false;
@@ -1136,7 +1141,14 @@ impl Logic for RxEngine {
             != 0_u64;
         // The flow's refusal count + 1, wrapping at 16 bits.
         self.meta_refused.next = self.meta_lo.q.val() + 1_u64;
-        self.due.next = self.now_ns.val() + bit_cast::<64, 32>(self.ack_delay.val());
+        // The deadline a timer started now would get, and whether it would be the earliest.
+        // `now_ns` and `ack_delay` hold while a frame is in the engine (the time is the
+        // poll's, and the delay a register), and `min_due` and `armed_count` change only in
+        // Accept, MetaWb and the scan, never in the cycle before an Accept: so these equal
+        // what Accept would compute from the same inputs in its own cycle.
+        self.due_q.d.next = self.now_ns.val() + bit_cast::<64, 32>(self.ack_delay.val());
+        self.due_first_q.d.next =
+            (self.armed_count.q.val() == 0_u64) | (self.due_q.q.val() < self.min_due.q.val());
 
         // ---- Byte swaps for the events and the ACK header, a 32-bit word at a time
         // (`sw_word` → `sw_swapped`): eight word steps instead of 32 byte steps over 256 bits
@@ -1346,6 +1358,20 @@ impl Logic for RxEngine {
             self.distance.d.next = self.ft.res_distance.val();
             self.opens_gap.d.next = self.ft.res_opens_gap.val();
         }
+        self.meta.next = (bit_cast::<160, 144>(self.meta_hi.q.val()) << 16_u64)
+            | bit_cast::<160, 16>(self.meta_lo.q.val());
+        // The cycle after an Accept that started the ACK timer: the flow's metadata shows the
+        // armed timer before `meta_hi` holds it (MetaWb may write it back in this cycle).
+        if self.timer_start.q.val() {
+            self.meta.next = (self.meta.val()
+                & !(0xFFFF_FFFF_FFFF_FFFF_u64.to_bits::<160>() << 64_u64)
+                & !(0xFF_FFFF_u64.to_bits::<160>() << 136_u64))
+                | (bit_cast::<160, 64>(self.due_q.q.val()) << 64_u64)
+                | (1_u64.to_bits::<160>() << 128_u64)
+                | (bit_cast::<160, 8>(self.pr_dest_conn.val().get_bits::<8>(0)) << 136_u64)
+                | (bit_cast::<160, 16>(self.d_flow.val()) << 144_u64);
+        }
+        self.meta_ram.write_data.next = self.meta.val();
         // The flow's metadata with this packet's entropy, port and timestamp: a timer ACK leaves
         // on the entropy and port of the flow's last data packet and echoes its timestamp.
         self.meta_fresh.next = (self.m_rd.val()
@@ -1413,6 +1439,16 @@ impl Logic for RxEngine {
         // TblFlowWait that saw the flow's entry), and the register block takes the data only
         // then, and only for a read that succeeded.
         self.tc_rdata_q.d.next = self.tbl_rd_w.val();
+
+        // The ACK timer started in the cycle before (Accept goes on to MetaWb or WrWait,
+        // neither of which writes `meta_hi` or `min_due`).
+        if self.timer_start.q.val() {
+            self.timer_start.d.next = false;
+            self.meta_hi.d.next = self.meta.val().get_bits::<144>(16);
+            if self.due_first_q.q.val() {
+                self.min_due.d.next = self.due_q.q.val();
+            }
+        }
 
         // ---- The machine.
         if self.hold.q.val() != 0_u64 {
@@ -1913,20 +1949,9 @@ impl Logic for RxEngine {
                                 self.state.d.next = St::AckSend;
                             }
                         } else if self.acc_one_v.val() & (self.ack_delay.val() != 0_u64) {
-                            // The oldest packet the next ACK will cover: start the ACK timer.
-                            self.meta_hi.d.next = (self.meta_hi.q.val()
-                                & !(0xFFFF_FFFF_FFFF_FFFF_u64.to_bits::<144>() << 48_u64)
-                                & !(0xFF_FFFF_u64.to_bits::<144>() << 120_u64))
-                                | (bit_cast::<144, 64>(self.due.val()) << 48_u64)
-                                | (1_u64.to_bits::<144>() << 112_u64)
-                                | (bit_cast::<144, 8>(self.pr_dest_conn.val().get_bits::<8>(0))
-                                    << 120_u64)
-                                | (bit_cast::<144, 16>(self.d_flow.val()) << 128_u64);
-                            if (self.armed_count.q.val() == 0_u64)
-                                | (self.due.val() < self.min_due.q.val())
-                            {
-                                self.min_due.d.next = self.due.val();
-                            }
+                            // The oldest packet the next ACK will cover: start the ACK timer
+                            // (in the next cycle, see `timer_start`).
+                            self.timer_start.d.next = true;
                         }
                     }
                 }
@@ -2185,6 +2210,7 @@ impl Logic for RxEngine {
             self.hold.d.next = 0.into();
             self.armed_count.d.next = 0.into();
             self.scanning.d.next = false;
+            self.timer_start.d.next = false;
         }
     }
 }
