@@ -335,7 +335,6 @@ impl<const A: usize> Logic for FlowTable<A> {
         self.ram.read_address.next = self.cmd_index.val();
         self.ram.write_address.next = self.index.q.val();
         self.ram.write_enable.next = false;
-        self.ram.write_data.next = 0.into();
         self.cmd_ready.next = false;
         self.out_valid.d.next = false;
         self.write_back.next = false;
@@ -587,11 +586,13 @@ impl<const A: usize> Logic for FlowTable<A> {
                 self.settle.d.next = 2.into();
             }
             self.ram.write_enable.next = true;
-            self.ram.write_data.next = (bit_cast::<320, 24>(self.next_cum.val()) << 288_u64)
-                | (bit_cast::<320, 256>(self.next_bitmap.val()) << 32_u64)
-                | (bit_cast::<320, 16>(self.next_unacked.val()) << 16_u64)
-                | bit_cast::<320, 16>(self.next_ce.val());
         }
+        // The data follow the next state in every cycle; only the write enable waits for
+        // `write_back`, so no 320-bit gate sits behind the operation's decode.
+        self.ram.write_data.next = (bit_cast::<320, 24>(self.next_cum.val()) << 288_u64)
+            | (bit_cast::<320, 256>(self.next_bitmap.val()) << 32_u64)
+            | (bit_cast::<320, 16>(self.next_unacked.val()) << 16_u64)
+            | bit_cast::<320, 16>(self.next_ce.val());
         if self.reset.val() {
             self.phase.d.next = Phase::Idle;
             self.out_valid.d.next = false;

@@ -493,7 +493,11 @@ pub struct RxEngine {
     // in Decide1 and Decide2 decides from these flags instead of from the block RAM outputs
     // through 32-bit compares and a 33-bit adder.
     rb_refused_q: DFF<Bit>,
-    rb_short_q: DFF<Bit>,
+    // The receive buffer is shorter than the packet's end, as three registered flags (high
+    // half above, high halves equal, low half above) so that no 33-bit carry chain follows
+    // the RAM's output; `rb_short` joins them in Decide2.
+    rb_short_q: DFF<Bits<3>>,
+    rb_short: Signal<Local, Bit>,
     /// Decide1's terminal checks (Tag beyond the connection's count or the table, data
     /// beyond the message's length), registered in every cycle: Decide1 follows at least one
     /// cycle with the frame's fields and its latched connection entry in place, so it selects
@@ -619,6 +623,12 @@ pub struct RxEngine {
     tw_rate_q: DFF<Bit>,
     tw_recv_q: DFF<Bit>,
     tc_rdata_q: DFF<Bits<512>>,
+    // The connection, rate and receive-buffer RAMs' outputs, registered in every cycle with no
+    // enable (the region's is `rg_q`): a table read's data leave each RAM through a register
+    // next to it before the AND-OR that selects the table.
+    rc_q: DFF<Bits<448>>,
+    rate_q: DFF<Bits<32>>,
+    rb_q: DFF<Bits<160>>,
     a_psn_q: DFF<Bits<24>>,
     a_opcode_q: DFF<Bits<8>>,
     a_th_len_q: DFF<Bits<6>>,
@@ -811,6 +821,9 @@ impl Logic for RxEngine {
             tw_rate_q,
             tw_recv_q,
             tc_rdata_q,
+            rc_q,
+            rate_q,
+            rb_q,
             a_psn_q,
             a_opcode_q,
             a_th_len_q,
@@ -1022,21 +1035,23 @@ impl Logic for RxEngine {
         self.rs.next = self.slot_ram.read_data.val();
         self.rb_w.next = self.recv_ram.read_data.val();
         self.rg.next = self.region_ram.read_data.val();
+        self.rc_q.d.next = self.rc.val();
+        self.rate_q.d.next = self.rate_ram.read_data.val();
+        self.rb_q.d.next = self.rb_w.val();
         self.tbl_rd_w.next = 0.into();
         if self.tc_region_q.q.val() {
-            self.tbl_rd_w.next = bit_cast::<512, 160>(self.rg.val());
+            self.tbl_rd_w.next = bit_cast::<512, 160>(self.rg_q.q.val());
         }
         if self.tc_conn_q.q.val() {
             self.tbl_rd_w.next = self.tbl_rd_w.val()
-                | bit_cast::<512, 448>(self.rc.val())
-                | (bit_cast::<512, 32>(self.rate_ram.read_data.val()) << 448_u64);
+                | bit_cast::<512, 448>(self.rc_q.q.val())
+                | (bit_cast::<512, 32>(self.rate_q.q.val()) << 448_u64);
         }
         if self.tc_rate_q.q.val() {
-            self.tbl_rd_w.next =
-                self.tbl_rd_w.val() | bit_cast::<512, 32>(self.rate_ram.read_data.val());
+            self.tbl_rd_w.next = self.tbl_rd_w.val() | bit_cast::<512, 32>(self.rate_q.q.val());
         }
         if self.tc_recv_q.q.val() {
-            self.tbl_rd_w.next = self.tbl_rd_w.val() | bit_cast::<512, 160>(self.rb_w.val());
+            self.tbl_rd_w.next = self.tbl_rd_w.val() | bit_cast::<512, 160>(self.rb_q.q.val());
         }
         if self.tc_flow_q.q.val() & self.tc_read.val() {
             self.tbl_rd_w.next = self.tbl_rd_w.val()
@@ -1104,8 +1119,22 @@ impl Logic for RxEngine {
         self.tag_len_bad_q.d.next = (self.d_tag.val() >= self.c_tag_count.val())
             | ((self.tag_sum.val() >> self.k.tag_bits.val()) != 0_u64)
             | (self.d_end.val() > bit_cast::<33, 32>(self.d_msg_len.val()));
-        self.rb_short_q.d.next =
-            self.d_end.val() > bit_cast::<33, 32>(self.rb_w.val().get_bits::<32>(128));
+        self.rb_short_q.d.next = 0.into();
+        if self.d_end.val().get_bits::<17>(16)
+            > bit_cast::<17, 16>(self.rb_w.val().get_bits::<16>(144))
+        {
+            self.rb_short_q.d.next = 1.into();
+        }
+        if self.d_end.val().get_bits::<17>(16)
+            == bit_cast::<17, 16>(self.rb_w.val().get_bits::<16>(144))
+        {
+            self.rb_short_q.d.next = self.rb_short_q.d.val() | 2_u64;
+        }
+        if self.d_end.val().get_bits::<16>(0) > self.rb_w.val().get_bits::<16>(128) {
+            self.rb_short_q.d.next = self.rb_short_q.d.val() | 4_u64;
+        }
+        self.rb_short.next = self.rb_short_q.q.val().get_bit(0)
+            | (self.rb_short_q.q.val().get_bit(1) & self.rb_short_q.q.val().get_bit(2));
         self.rb_place_q.d.next =
             self.rb_w.val().get_bits::<64>(64) + bit_cast::<64, 32>(self.d_offset.val());
         self.rs_active_q.d.next = self.rs.val().get_bits::<2>(0) == 1_u64;
@@ -1789,7 +1818,7 @@ impl Logic for RxEngine {
                                 self.st_some.d.next = true;
                                 self.st_code.d.next = self.k.st_access.val();
                             }
-                        } else if self.rb_short_q.q.val() {
+                        } else if self.rb_short.val() {
                             self.verdict.d.next = self.k.c_oob.val();
                             self.f_nak.d.next = true;
                             self.nak_reason.d.next = self.k.nak_invalid.val();
@@ -2132,7 +2161,9 @@ impl Logic for RxEngine {
                     } else if self.tc_tag_reset_q.q.val() {
                         self.tc_status_q.d.next = self.k.ts_not_readable.val();
                     } else {
-                        self.hold.d.next = 1.into();
+                        // The read's address, the RAM's read, then its output register
+                        // (`rc_q`, `rate_q`, `rb_q`, `rg_q`): TblRead selects from those.
+                        self.hold.d.next = 2.into();
                         self.state.d.next = St::TblRead;
                     }
                 }
