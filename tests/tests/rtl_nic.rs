@@ -371,14 +371,30 @@ impl Traffic {
                     let msg_len = [0u32, 100, 1500, 3000][r.below(4) as usize];
                     let offset =
                         (r.below(3) as u32 * 1024).min(msg_len.saturating_sub(1) / 1024 * 1024);
-                    (msn, msg_len, offset, (msg_len - offset).min(1024))
+                    // Now and then a long message's packet past the first 64 KiB, so that
+                    // the engine's length compares see high halves that differ (a Send's
+                    // end beyond its buffer by more than 64 KiB).
+                    if r.chance(0.15) {
+                        let msg_len = 140_000 + r.below(100_000) as u32;
+                        let offset = 65_536 * (1 + r.below(2) as u32) + r.below(3) as u32 * 1024;
+                        (msn, msg_len, offset, 1024)
+                    } else {
+                        (msn, msg_len, offset, (msg_len - offset).min(1024))
+                    }
                 } else {
                     // The next packet of one of the (at most three) open messages, in order.
                     let open = &mut self.open[cursor];
                     if open.is_empty() || (open.len() < 3 && r.chance(0.3)) {
                         let msn = self.msn_base[cursor];
                         self.msn_base[cursor] += 1;
-                        open.push((msn, [0u32, 100, 1500, 3000, 5000][r.below(5) as usize], 0));
+                        // Sometimes a message longer than 64 KiB: its slot's byte count passes
+                        // 65,536, which the engine's progress compares must carry.
+                        let msg_len = if r.chance(0.01) {
+                            70_000
+                        } else {
+                            [0u32, 100, 1500, 3000, 5000][r.below(5) as usize]
+                        };
+                        open.push((msn, msg_len, 0));
                     }
                     let i = r.below(open.len() as u64) as usize;
                     let (msn, msg_len, off) = open[i];
