@@ -623,12 +623,6 @@ pub struct RxEngine {
     tw_rate_q: DFF<Bit>,
     tw_recv_q: DFF<Bit>,
     tc_rdata_q: DFF<Bits<512>>,
-    // The connection, rate and receive-buffer RAMs' outputs, registered in every cycle with no
-    // enable (the region's is `rg_q`): a table read's data leave each RAM through a register
-    // next to it before the AND-OR that selects the table.
-    rc_q: DFF<Bits<448>>,
-    rate_q: DFF<Bits<32>>,
-    rb_q: DFF<Bits<160>>,
     a_psn_q: DFF<Bits<24>>,
     a_opcode_q: DFF<Bits<8>>,
     a_th_len_q: DFF<Bits<6>>,
@@ -821,9 +815,6 @@ impl Logic for RxEngine {
             tw_rate_q,
             tw_recv_q,
             tc_rdata_q,
-            rc_q,
-            rate_q,
-            rb_q,
             a_psn_q,
             a_opcode_q,
             a_th_len_q,
@@ -1035,23 +1026,21 @@ impl Logic for RxEngine {
         self.rs.next = self.slot_ram.read_data.val();
         self.rb_w.next = self.recv_ram.read_data.val();
         self.rg.next = self.region_ram.read_data.val();
-        self.rc_q.d.next = self.rc.val();
-        self.rate_q.d.next = self.rate_ram.read_data.val();
-        self.rb_q.d.next = self.rb_w.val();
         self.tbl_rd_w.next = 0.into();
         if self.tc_region_q.q.val() {
-            self.tbl_rd_w.next = bit_cast::<512, 160>(self.rg_q.q.val());
+            self.tbl_rd_w.next = bit_cast::<512, 160>(self.rg.val());
         }
         if self.tc_conn_q.q.val() {
             self.tbl_rd_w.next = self.tbl_rd_w.val()
-                | bit_cast::<512, 448>(self.rc_q.q.val())
-                | (bit_cast::<512, 32>(self.rate_q.q.val()) << 448_u64);
+                | bit_cast::<512, 448>(self.rc.val())
+                | (bit_cast::<512, 32>(self.rate_ram.read_data.val()) << 448_u64);
         }
         if self.tc_rate_q.q.val() {
-            self.tbl_rd_w.next = self.tbl_rd_w.val() | bit_cast::<512, 32>(self.rate_q.q.val());
+            self.tbl_rd_w.next =
+                self.tbl_rd_w.val() | bit_cast::<512, 32>(self.rate_ram.read_data.val());
         }
         if self.tc_recv_q.q.val() {
-            self.tbl_rd_w.next = self.tbl_rd_w.val() | bit_cast::<512, 160>(self.rb_q.q.val());
+            self.tbl_rd_w.next = self.tbl_rd_w.val() | bit_cast::<512, 160>(self.rb_w.val());
         }
         if self.tc_flow_q.q.val() & self.tc_read.val() {
             self.tbl_rd_w.next = self.tbl_rd_w.val()
@@ -2161,9 +2150,7 @@ impl Logic for RxEngine {
                     } else if self.tc_tag_reset_q.q.val() {
                         self.tc_status_q.d.next = self.k.ts_not_readable.val();
                     } else {
-                        // The read's address, the RAM's read, then its output register
-                        // (`rc_q`, `rate_q`, `rb_q`, `rg_q`): TblRead selects from those.
-                        self.hold.d.next = 2.into();
+                        self.hold.d.next = 1.into();
                         self.state.d.next = St::TblRead;
                     }
                 }
