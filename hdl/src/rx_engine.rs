@@ -710,9 +710,6 @@ pub struct RxEngine {
     cls_ready: Signal<Local, Bit>,
     ack_th: Signal<Local, Bits<384>>,
     cls_distance: Signal<Local, Bits<9>>,
-    acc_ready: Signal<Local, Bit>,
-    acc_due_v: Signal<Local, Bit>,
-    acc_one_v: Signal<Local, Bit>,
     after_ack: Signal<Local, St>,
     after_account: Signal<Local, St>,
     cls_class: Signal<Local, Bits<2>>,
@@ -1428,13 +1425,6 @@ impl Logic for RxEngine {
                 self.acc_wait.d.next = true;
             }
         }
-        // Accept acts on the latched result only, never on one arriving in the same cycle: the
-        // ACK decision and the timer's start then come from flip-flops, not through the flow
-        // table's output. The result is almost always in before Accept (`cargo xtask
-        // bench-rtl`: one cycle more over 4,000 packets of 64 bytes, none at 0 or 4,096).
-        self.acc_ready.next = self.acc_done.q.val();
-        self.acc_due_v.next = self.acc_due.q.val();
-        self.acc_one_v.next = self.acc_one.q.val();
         if self.acc_wait.q.val() & self.ft.res_valid.val() {
             self.acc_wait.d.next = false;
             self.acc_done.d.next = true;
@@ -1940,14 +1930,18 @@ impl Logic for RxEngine {
                         if self.f_ack.q.val() {
                             self.state.d.next = St::AckCmd;
                         }
-                    } else if self.acc_ready.val() {
-                        // The accept issued at the decision has finished (see above).
+                    } else if self.acc_done.q.val() {
+                        // The accept issued at the decision has finished (see above). Accept
+                        // acts on the latched result only, never on one arriving in this
+                        // cycle, so the ACK decision and the timer's start come from
+                        // flip-flops. The result is almost always in before Accept (`cargo
+                        // xtask bench-rtl`: one cycle more over 4,000 packets of 64 bytes).
                         self.acc_done.d.next = false;
                         self.state.d.next = self.after_ack.val();
                         if self.pr_ack_req.val()
                             | self.d_ce.val()
                             | self.opens_gap.q.val()
-                            | self.acc_due_v.val()
+                            | self.acc_due.q.val()
                         {
                             // The accept's result is what the ACK reports: build the ACK from it
                             // and clear the flow's pending counters beside (the table is free).
@@ -1967,7 +1961,7 @@ impl Logic for RxEngine {
                                     self.meta_hi.q.val() & !(1_u64.to_bits::<144>() << 112_u64);
                                 self.state.d.next = St::AckSend;
                             }
-                        } else if self.acc_one_v.val() & (self.ack_delay.val() != 0_u64) {
+                        } else if self.acc_one.q.val() & (self.ack_delay.val() != 0_u64) {
                             // The oldest packet the next ACK will cover: start the ACK timer
                             // (in the next cycle, see `timer_start`).
                             self.timer_start.d.next = true;

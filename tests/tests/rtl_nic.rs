@@ -387,8 +387,8 @@ impl Traffic {
                     if open.is_empty() || (open.len() < 3 && r.chance(0.3)) {
                         let msn = self.msn_base[cursor];
                         self.msn_base[cursor] += 1;
-                        // Sometimes a message longer than 64 KiB: its slot's byte count passes
-                        // 65,536, which the engine's progress compares must carry.
+                        // Sometimes a message longer than 64 KiB, so that a slot's byte count
+                        // can pass 65,536 (no planted fault has shown this reached yet).
                         let msg_len = if r.chance(0.01) {
                             70_000
                         } else {
