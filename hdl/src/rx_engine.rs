@@ -537,6 +537,11 @@ pub struct RxEngine {
     // (the low half's carry, the high half's sign without and with that carry).
     rg_below_q: DFF<Bits<3>>,
     rg_over_q: DFF<Bits<3>>,
+    // The region's key and access checks, registered from the same operands (so Decide2's
+    // verdict reads flip-flops, not the rkey's compare off the parse-result FIFO): the rkey
+    // names no valid region of its key, and the region grants no remote access.
+    rg_key_bad_q: DFF<Bit>,
+    rg_denied_q: DFF<Bit>,
     recv_idx: DFF<Bits<RECV_INDEX_BITS>>,
     slot_idx: DFF<Bits<SLOT_INDEX_BITS>>,
     flow_idx: DFF<Bits<FLOW_BITS>>,
@@ -751,6 +756,8 @@ impl Logic for RxEngine {
             completes_q,
             rg_below_q,
             rg_over_q,
+            rg_key_bad_q,
+            rg_denied_q,
             recv_idx,
             slot_idx,
             flow_idx,
@@ -1057,6 +1064,12 @@ impl Logic for RxEngine {
         // holds it in Decide1), are split at the middle, each half a carry chain of its own,
         // and Decide2 joins the registered halves (`rg_below`, `rg_over`) with one gate.
         // Below the base: by the high words, or equal high words and by the low.
+        self.rg_key_bad_q.d.next = (((self.d_rkey.val() >> 8_u64) >> self.k.region_bits.val())
+            != 0_u64)
+            | !self.rg_q.q.val().get_bit(0)
+            | (self.rg_q.q.val().get_bits::<8>(8) != self.d_rkey.val().get_bits::<8>(0));
+        self.rg_denied_q.d.next =
+            (self.rg_q.q.val().get_bits::<8>(16) & self.k.access_rw.val()) == 0_u64;
         self.rg_below_q.d.next = 0.into();
         if self.d_va.val().get_bits::<32>(32) < self.rg_q.q.val().get_bits::<32>(64) {
             self.rg_below_q.d.next = 1.into();
@@ -1432,11 +1445,14 @@ impl Logic for RxEngine {
             self.acc_one.d.next = self.ft.res_unacked_one.val();
         }
 
-        self.scan_deadline.next = self.meta.val().get_bits::<64>(64);
+        // From `meta_hi` itself, not the overlaid `meta`: ScanDecide follows ScanCheck, never
+        // an Accept, so the timer-start overlay is never on there, and its select stays off
+        // the scan's compares.
+        self.scan_deadline.next = self.meta_hi.q.val().get_bits::<64>(48);
         self.scan_due.next =
-            self.meta.val().get_bit(128) & (self.scan_deadline.val() <= self.now_ns.val());
+            self.meta_hi.q.val().get_bit(112) & (self.scan_deadline.val() <= self.now_ns.val());
         self.scan_earlier.next =
-            self.meta.val().get_bit(128) & (self.scan_deadline.val() < self.min_next.q.val());
+            self.meta_hi.q.val().get_bit(112) & (self.scan_deadline.val() < self.min_next.q.val());
         self.scan_min.next = self.min_next.q.val();
         if self.scan_earlier.val() {
             self.scan_min.next = self.scan_deadline.val();
@@ -1774,17 +1790,11 @@ impl Logic for RxEngine {
                         self.f_account.d.next = true;
                         self.f_accept.d.next = true;
                         if self.d_is_write.val() {
-                            // The region checks (its entry was read from Idle on).
+                            // The region checks, registered in Decide1 (its entry was read from Idle on).
                             self.place_addr.d.next = self.d_va.val();
-                            if (((self.d_rkey.val() >> 8_u64) >> self.k.region_bits.val()) != 0_u64)
-                                | !self.rg_q.q.val().get_bit(0)
-                                | (self.rg_q.q.val().get_bits::<8>(8)
-                                    != self.d_rkey.val().get_bits::<8>(0))
-                            {
+                            if self.rg_key_bad_q.q.val() {
                                 self.verdict.d.next = self.k.c_bad_rkey.val();
-                            } else if (self.rg_q.q.val().get_bits::<8>(16) & self.k.access_rw.val())
-                                == 0_u64
-                            {
+                            } else if self.rg_denied_q.q.val() {
                                 self.verdict.d.next = self.k.c_denied.val();
                             } else if self.rg_below.val() | self.rg_over.val() {
                                 self.verdict.d.next = self.k.c_oob.val();
