@@ -1060,16 +1060,17 @@ impl Logic for RxEngine {
             bit_cast::<65, 64>(self.d_va.val()) + bit_cast::<65, 33>(self.d_len.val());
         self.rg_q.d.next = self.rg.val();
         self.va_end_q.d.next = self.va_end.val();
-        // Both bounds tests, from the registered region entry (read from Idle on, so `rg_q`
-        // holds it in Decide1), are split at the middle, each half a carry chain of its own,
-        // and Decide2 joins the registered halves (`rg_below`, `rg_over`) with one gate.
-        // Below the base: by the high words, or equal high words and by the low.
+        // The key and access checks, from the registered region entry and the frame's rkey.
         self.rg_key_bad_q.d.next = (((self.d_rkey.val() >> 8_u64) >> self.k.region_bits.val())
             != 0_u64)
             | !self.rg_q.q.val().get_bit(0)
             | (self.rg_q.q.val().get_bits::<8>(8) != self.d_rkey.val().get_bits::<8>(0));
         self.rg_denied_q.d.next =
             (self.rg_q.q.val().get_bits::<8>(16) & self.k.access_rw.val()) == 0_u64;
+        // Both bounds tests, from the registered region entry (read from Idle on, so `rg_q`
+        // holds it in Decide1), are split at the middle, each half a carry chain of its own,
+        // and Decide2 joins the registered halves (`rg_below`, `rg_over`) with one gate.
+        // Below the base: by the high words, or equal high words and by the low.
         self.rg_below_q.d.next = 0.into();
         if self.d_va.val().get_bits::<32>(32) < self.rg_q.q.val().get_bits::<32>(64) {
             self.rg_below_q.d.next = 1.into();
@@ -1790,7 +1791,7 @@ impl Logic for RxEngine {
                         self.f_account.d.next = true;
                         self.f_accept.d.next = true;
                         if self.d_is_write.val() {
-                            // The region checks, registered in Decide1 (its entry was read from Idle on).
+                            // The region checks, registered in Decide1 (entry read from Idle).
                             self.place_addr.d.next = self.d_va.val();
                             if self.rg_key_bad_q.q.val() {
                                 self.verdict.d.next = self.k.c_bad_rkey.val();
