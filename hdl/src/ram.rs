@@ -134,3 +134,95 @@ end
         ]
     }
 }
+
+/// Distributed RAM of `2^N` words of `W` bits with an asynchronous read: `read_data` is the
+/// word at `read_address` in the same cycle. The write is taken and lands as in [`BlockRam`]
+/// (one clock later), and a read of the address whose write is pending is undefined (simulated
+/// as the old word inverted, in rust-hdl always and in the Verilog with `FERROCE_RAM_POISON`).
+///
+/// For small tables whose word is needed in the cycle its address appears, before a block RAM
+/// could return it; yosys maps it onto the ECP5's LUT RAM (`TRELLIS_DPR16X4`).
+#[derive(LogicBlock, Default)]
+pub struct LutRam<const W: usize, const N: usize> {
+    /// Address read (combinationally).
+    pub read_address: Signal<In, Bits<N>>,
+    /// The word at `read_address`.
+    pub read_data: Signal<Out, Bits<W>>,
+    /// Address written at the next clock edge when enabled.
+    pub write_address: Signal<In, Bits<N>>,
+    /// Clock of the write port.
+    pub write_clock: Signal<In, Clock>,
+    /// The word written.
+    pub write_data: Signal<In, Bits<W>>,
+    /// Write this cycle.
+    pub write_enable: Signal<In, Bit>,
+    _words: std::collections::BTreeMap<Bits<N>, Bits<W>>,
+    // The write taken at the last clock edge, which lands in `_words` at the next one.
+    _pending: Option<(Bits<N>, Bits<W>)>,
+}
+
+impl<const W: usize, const N: usize> Logic for LutRam<W, N> {
+    fn update(&mut self) {
+        if self.write_clock.pos_edge() {
+            if let Some((address, word)) = self._pending.take() {
+                self._words.insert(address, word);
+            }
+            if self.write_enable.val() {
+                self._pending = Some((self.write_address.val(), self.write_data.val()));
+            }
+        }
+        let address = self.read_address.val();
+        let old = self._words.get(&address).copied().unwrap_or_default();
+        let collides = self._pending.is_some_and(|(a, _)| a == address);
+        self.read_data.next = if collides { !old } else { old };
+    }
+
+    fn connect(&mut self) {
+        self.read_data.connect();
+    }
+
+    fn hdl(&self) -> Verilog {
+        Verilog::Custom(format!(
+            "\
+reg[{msb}:0] lut_mem[{last}:0];
+reg [{amsb}:0] write_address_q;
+reg [{msb}:0] write_data_q;
+reg write_enable_q = 1'b0;
+
+always @(posedge write_clock) begin
+   write_address_q <= write_address;
+   write_data_q <= write_data;
+   write_enable_q <= write_enable;
+   if (write_enable_q) begin
+      lut_mem[write_address_q] <= write_data_q;
+   end
+end
+
+always @(*) begin
+`ifdef FERROCE_RAM_POISON
+   if (write_enable_q && write_address_q == read_address)
+      read_data = ~lut_mem[read_address];
+   else
+`endif
+   read_data = lut_mem[read_address];
+end
+",
+            msb = W - 1,
+            amsb = N - 1,
+            last = (1usize << N) - 1,
+        ))
+    }
+
+    fn timing(&self) -> Vec<TimingInfo> {
+        vec![TimingInfo {
+            name: "lut_ram_write".into(),
+            clock: "write_clock".into(),
+            inputs: vec![
+                "write_address".into(),
+                "write_data".into(),
+                "write_enable".into(),
+            ],
+            outputs: vec![],
+        }]
+    }
+}

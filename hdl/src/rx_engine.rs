@@ -36,7 +36,7 @@
 
 use crate::constants;
 use crate::flow_table::{self, FlowTable};
-use crate::ram::BlockRam;
+use crate::ram::{BlockRam, LutRam};
 use ferroce_proto::hsi::{Counter, TableId, TableSizes, event, regs};
 use ferroce_proto::model::parse_counter;
 use ferroce_proto::wire::{NakReason, Opcode, ParseError, transport};
@@ -474,6 +474,10 @@ pub struct RxEngine {
     port_mask: Const<PORT_BITS, { (1 << PORT_BITS) - 1 }>,
     ft: FlowTable<FLOW_BITS>,
     conn_ram: BlockRam<448, CONN_BITS>,
+    /// The low `TAG_BITS` of each connection's Tag base (a copy of the connection table's,
+    /// written with it), read in Idle so that the Tag context's receive-buffer and slot reads
+    /// start a cycle before the connection entry arrives.
+    tag_ram: LutRam<TAG_BITS, CONN_BITS>,
     rate_ram: BlockRam<32, CONN_BITS>,
     region_ram: BlockRam<160, REGION_BITS>,
     recv_ram: BlockRam<160, RECV_INDEX_BITS>,
@@ -489,10 +493,16 @@ pub struct RxEngine {
     // end, registered from the frame's fields, for the bounds flags below.
     rg_q: DFF<Bits<160>>,
     va_end_q: DFF<Bits<65>>,
-    // The receive-buffer and message-slot checks, registered the same way: the reads arrive
-    // in Decide1 and Decide2 decides from these flags instead of from the block RAM outputs
-    // through 32-bit compares and a 33-bit adder.
+    // The receive-buffer and message-slot checks, registered the same way from the words
+    // registered below (`rb_rd_q`, `rs_rd_q`, in place from Decide1 on): Decide2 decides from
+    // these flags instead of through 32-bit compares and a 33-bit adder.
     rb_refused_q: DFF<Bit>,
+    /// The receive-buffer and message-slot words as read, registered in every cycle: the
+    /// reads are issued from Idle (the Tag context's index from `tag_ram`), so the words are
+    /// in these flip-flops from Decide1 on and the checks start at a flip-flop, not at the
+    /// block RAM's output across the die.
+    rb_rd_q: DFF<Bits<160>>,
+    rs_rd_q: DFF<Bits<224>>,
     // The receive buffer is shorter than the packet's end, as three registered flags (high
     // half above, high halves equal, low half above) so that no 33-bit carry chain follows
     // the RAM's output; `rb_short` joins them in Decide2.
@@ -680,6 +690,8 @@ pub struct RxEngine {
     // Why, as a `verdict`.
     cc_verdict: Signal<Local, Bits<6>>,
     tag_sum: Signal<Local, Bits<17>>,
+    /// The head frame's Tag context, from the Tag base's copy (Idle).
+    idle_ctx: Signal<Local, Bits<TAG_BITS>>,
     // Slot fields (from the slot register).
     s_state: Signal<Local, Bits<2>>,
     s_msn: Signal<Local, Bits<32>>,
@@ -710,7 +722,6 @@ pub struct RxEngine {
     idx_ok: Signal<Local, Bit>,
     conn_w0: Signal<Local, Bits<32>>,
     meta_refused: Signal<Local, Bits<16>>,
-    rc_tag_sum: Signal<Local, Bits<17>>,
     after_nak: Signal<Local, St>,
     cls_ready: Signal<Local, Bit>,
     ack_th: Signal<Local, Bits<384>>,
@@ -743,6 +754,8 @@ impl Logic for RxEngine {
             rg_q,
             va_end_q,
             rb_refused_q,
+            rb_rd_q,
+            rs_rd_q,
             rb_short_q,
             tag_len_bad_q,
             rb_place_q,
@@ -856,6 +869,8 @@ impl Logic for RxEngine {
             self.conn_ram.read_address.next = self.pr_dest_conn.val().get_bits::<CONN_BITS>(0);
             self.rate_ram.read_address.next = self.pr_dest_conn.val().get_bits::<CONN_BITS>(0);
         }
+        self.tag_ram.write_clock.next = self.clock.val();
+        self.tag_ram.read_address.next = self.pr_dest_conn.val().get_bits::<CONN_BITS>(0);
         self.region_ram.read_address.next = self.region_addr.q.val();
         self.recv_ram.read_address.next = self.recv_idx.q.val();
         self.slot_ram.read_address.next = self.slot_idx.q.val();
@@ -864,6 +879,8 @@ impl Logic for RxEngine {
         // after TblStart decided the write (`tw_*_q`): address and data always come from the
         // held command, whatever the state.
         self.conn_ram.write_enable.next = self.tw_conn_q.q.val();
+        self.tag_ram.write_enable.next = self.tw_conn_q.q.val();
+        self.tag_ram.write_address.next = self.tc_index.val().get_bits::<CONN_BITS>(0);
         self.conn_ram.write_address.next = self.tc_index.val().get_bits::<CONN_BITS>(0);
         self.rate_ram.write_enable.next = self.tw_rate_q.q.val();
         self.rate_ram.write_address.next = self.tc_index.val().get_bits::<CONN_BITS>(0);
@@ -1000,8 +1017,8 @@ impl Logic for RxEngine {
         } else if self.cc_addr.val() {
             self.cc_verdict.next = self.k.c_addr_mismatch.val();
         }
-        self.rc_tag_sum.next = bit_cast::<17, 16>(self.rc.val().get_bits::<16>(96))
-            + bit_cast::<17, 16>(self.d_tag.val());
+        self.idle_ctx.next =
+            self.tag_ram.read_data.val() + self.d_tag.val().get_bits::<TAG_BITS>(0);
         self.tag_sum.next =
             bit_cast::<17, 16>(self.c_tag_base.val()) + bit_cast::<17, 16>(self.d_tag.val());
 
@@ -1029,6 +1046,8 @@ impl Logic for RxEngine {
         self.s_done.next = self.slot.q.val().get_bits::<33>(128);
         self.rs.next = self.slot_ram.read_data.val();
         self.rb_w.next = self.recv_ram.read_data.val();
+        self.rs_rd_q.d.next = self.rs.val();
+        self.rb_rd_q.d.next = self.rb_w.val();
         self.rg.next = self.region_ram.read_data.val();
         self.tbl_rd_w.next = 0.into();
         if self.tc_region_q.q.val() {
@@ -1114,50 +1133,52 @@ impl Logic for RxEngine {
             self.rg_over.next = !self.rg_over_q.q.val().get_bit(2);
         }
         self.rb_refused_q.d.next = !self.d_is_write.val()
-            & (!self.rb_w.val().get_bit(0)
-                | (self.rb_w.val().get_bits::<32>(32) != self.d_ssn.val()));
+            & (!self.rb_rd_q.q.val().get_bit(0)
+                | (self.rb_rd_q.q.val().get_bits::<32>(32) != self.d_ssn.val()));
         self.tag_len_bad_q.d.next = (self.d_tag.val() >= self.c_tag_count.val())
             | ((self.tag_sum.val() >> self.k.tag_bits.val()) != 0_u64)
             | (self.d_end.val() > bit_cast::<33, 32>(self.d_msg_len.val()));
         self.rb_short_q.d.next = 0.into();
         if self.d_end.val().get_bits::<17>(16)
-            > bit_cast::<17, 16>(self.rb_w.val().get_bits::<16>(144))
+            > bit_cast::<17, 16>(self.rb_rd_q.q.val().get_bits::<16>(144))
         {
             self.rb_short_q.d.next = 1.into();
         }
         if self.d_end.val().get_bits::<17>(16)
-            == bit_cast::<17, 16>(self.rb_w.val().get_bits::<16>(144))
+            == bit_cast::<17, 16>(self.rb_rd_q.q.val().get_bits::<16>(144))
         {
             self.rb_short_q.d.next = self.rb_short_q.d.val() | 2_u64;
         }
-        if self.d_end.val().get_bits::<16>(0) > self.rb_w.val().get_bits::<16>(128) {
+        if self.d_end.val().get_bits::<16>(0) > self.rb_rd_q.q.val().get_bits::<16>(128) {
             self.rb_short_q.d.next = self.rb_short_q.d.val() | 4_u64;
         }
         self.rb_short.next = self.rb_short_q.q.val().get_bit(0)
             | (self.rb_short_q.q.val().get_bit(1) & self.rb_short_q.q.val().get_bit(2));
         self.rb_place_q.d.next =
-            self.rb_w.val().get_bits::<64>(64) + bit_cast::<64, 32>(self.d_offset.val());
-        self.rs_active_q.d.next = self.rs.val().get_bits::<2>(0) == 1_u64;
-        self.rs_done_q.d.next = self.rs.val().get_bits::<2>(0) == 2_u64;
-        self.rs_same_msg_q.d.next = self.rs.val().get_bits::<32>(32) == self.d_msn.val();
-        // One flag per test, each straight from the slot RAM's output; Decide2 ORs them.
+            self.rb_rd_q.q.val().get_bits::<64>(64) + bit_cast::<64, 32>(self.d_offset.val());
+        self.rs_active_q.d.next = self.rs_rd_q.q.val().get_bits::<2>(0) == 1_u64;
+        self.rs_done_q.d.next = self.rs_rd_q.q.val().get_bits::<2>(0) == 2_u64;
+        self.rs_same_msg_q.d.next = self.rs_rd_q.q.val().get_bits::<32>(32) == self.d_msn.val();
+        // One flag per test, each from the registered slot word; Decide2 ORs them.
         self.rs_conflict_w.next = 0.into();
-        if self.rs.val().get_bits::<32>(96) != self.d_msg_len.val() {
+        if self.rs_rd_q.q.val().get_bits::<32>(96) != self.d_msg_len.val() {
             self.rs_conflict_w.next = self.rs_conflict_w.val() | 1_u64;
         }
-        if self.rs.val().get_bits::<8>(8) != self.pr_opcode.val() {
+        if self.rs_rd_q.q.val().get_bits::<8>(8) != self.pr_opcode.val() {
             self.rs_conflict_w.next = self.rs_conflict_w.val() | 2_u64;
         }
-        if !self.d_is_write.val() & (self.rs.val().get_bits::<32>(64) != self.d_ssn.val()) {
+        if !self.d_is_write.val() & (self.rs_rd_q.q.val().get_bits::<32>(64) != self.d_ssn.val()) {
             self.rs_conflict_w.next = self.rs_conflict_w.val() | 4_u64;
         }
-        if self.len_over_q.q.val() | (self.rs.val().get_bits::<33>(128) > self.room_q.q.val()) {
+        if self.len_over_q.q.val()
+            | (self.rs_rd_q.q.val().get_bits::<33>(128) > self.room_q.q.val())
+        {
             self.rs_conflict_w.next = self.rs_conflict_w.val() | 8_u64;
         }
         self.rs_conflict_q.d.next = self.rs_conflict_w.val();
         // `done + len > msg_len` with no adder after the block RAM: the packet's side is
         // registered from the parse result, which holds from Idle on, long before the slot
-        // read returns (Decide1). The slot's done count never exceeds its message length, so
+        // word is registered (Decide1). The slot's done count never exceeds its message length, so
         // the sum cannot wrap. (`len_over_q` keeps the test whole; Decide1 has already refused
         // a packet whose offset plus length passes its message length.)
         self.len_over_q.d.next = self.d_len.val() > bit_cast::<33, 32>(self.d_msg_len.val());
@@ -1324,6 +1345,8 @@ impl Logic for RxEngine {
             | (bit_cast::<448, 32>(self.tw.val().get_bits::<32>(128)) << 128_u64)
             | (bit_cast::<448, 16>(self.tw.val().get_bits::<16>(160)) << 160_u64)
             | (bit_cast::<448, 256>(self.tw.val().get_bits::<256>(192)) << 192_u64);
+        // The Tag base, as the connection entry stores it (bits 96..112).
+        self.tag_ram.write_data.next = self.tw.val().get_bits::<TAG_BITS>(96);
         self.rate_ram.write_data.next = self.tw.val().get_bits::<32>(448);
         if self.tc_rate_q.q.val() {
             self.rate_ram.write_data.next = self.tw.val().get_bits::<32>(0);
@@ -1542,6 +1565,21 @@ impl Logic for RxEngine {
                     // address again), so it arrives in Classify and the bounds are tested in
                     // Decide1 from its registered copy, not from the block RAM's output.
                     self.region_addr.d.next = self.d_rkey.val().get_bits::<REGION_BITS>(8);
+                    // The Tag context's receive-buffer and slot reads likewise (from the
+                    // Tag base's copy in `tag_ram`): they arrive in Classify and are
+                    // registered (`rb_rd_q`, `rs_rd_q`) for Decide1's checks.
+                    self.recv_idx.d.next =
+                        (bit_cast::<RECV_INDEX_BITS, TAG_BITS>(self.idle_ctx.val())
+                            << self.k.recv_bits.val())
+                            | bit_cast::<RECV_INDEX_BITS, RECV_BITS>(
+                                self.d_ssn.val().get_bits::<RECV_BITS>(0),
+                            );
+                    self.slot_idx.d.next =
+                        (bit_cast::<SLOT_INDEX_BITS, TAG_BITS>(self.idle_ctx.val())
+                            << self.k.slot_bits.val())
+                            | bit_cast::<SLOT_INDEX_BITS, SLOT_BITS>(
+                                self.d_msn.val().get_bits::<SLOT_BITS>(0),
+                            );
                     if self.tc_valid.val() {
                         self.state.d.next = St::TblStart;
                     } else if (self.armed_count.q.val() != 0_u64)
@@ -1618,19 +1656,6 @@ impl Logic for RxEngine {
                             ) << 160_u64);
                     }
                     self.ev.d.next = self.ev_w.val();
-                    // Start the Tag-context and region reads now: they arrive during classify.
-                    self.recv_idx.d.next = (bit_cast::<RECV_INDEX_BITS, TAG_BITS>(
-                        self.rc_tag_sum.val().get_bits::<TAG_BITS>(0),
-                    ) << self.k.recv_bits.val())
-                        | bit_cast::<RECV_INDEX_BITS, RECV_BITS>(
-                            self.d_ssn.val().get_bits::<RECV_BITS>(0),
-                        );
-                    self.slot_idx.d.next = (bit_cast::<SLOT_INDEX_BITS, TAG_BITS>(
-                        self.rc_tag_sum.val().get_bits::<TAG_BITS>(0),
-                    ) << self.k.slot_bits.val())
-                        | bit_cast::<SLOT_INDEX_BITS, SLOT_BITS>(
-                            self.d_msn.val().get_bits::<SLOT_BITS>(0),
-                        );
                     self.conn.d.next = self.rc.val();
                     self.rate.d.next = self.rate_ram.read_data.val();
                     self.flow_idx.d.next = self.flow_sum.val().get_bits::<FLOW_BITS>(0);
@@ -1747,15 +1772,15 @@ impl Logic for RxEngine {
                         self.f_accept.d.next = true;
                         self.state.d.next = St::ClsWait;
                     } else {
-                        // The slot and buffer reads started in ConnChk have arrived.
+                        // The slot and buffer words (read from Idle on) are registered.
                         self.state.d.next = St::Decide2;
                     }
                 }
                 St::Decide2 => {
-                    // The reads arrived in Decide1 and still show (their addresses hold); the
-                    // checks on them were registered then (`rb_*_q`, `rs_*_q`).
-                    self.rb.d.next = self.rb_w.val();
-                    self.slot.d.next = self.rs.val();
+                    // The reads arrived in Classify and are held in `rb_rd_q` and `rs_rd_q`
+                    // (their addresses hold); the checks on them were registered in Decide1.
+                    self.rb.d.next = self.rb_rd_q.q.val();
+                    self.slot.d.next = self.rs_rd_q.q.val();
                     self.state.d.next = St::ClsWait;
                     if self.rb_refused_q.q.val() {
                         self.verdict.d.next = self.k.c_no_recv.val();

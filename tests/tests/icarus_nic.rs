@@ -254,10 +254,12 @@ fn hex_line(ports: &[(&'static str, usize)], words: &[u32]) -> String {
         .collect()
 }
 
-/// Every block RAM of the generated Verilog, as (its path in the flattened netlist, depth):
-/// they start at zero in Verilator and are set to zero in the testbench, as the hardware's
-/// block RAMs (which configure to zero on ECP5) do.
-fn memories(verilog: &str) -> Vec<(String, usize)> {
+/// Every memory of the generated Verilog, as (its path in the flattened netlist, depth,
+/// whether its read data is a register): they start at zero in Verilator and are set to zero
+/// in the testbench, as the hardware's block RAMs and LUT RAMs (which configure to zero on
+/// ECP5) do. A block RAM (`mem`) registers its read data, which starts at zero too; a LUT RAM
+/// (`lut_mem`, `ferroce_hdl::ram::LutRam`) reads combinationally.
+fn memories(verilog: &str) -> Vec<(String, usize, bool)> {
     let mut out = Vec::new();
     let mut module = None;
     for line in verilog.lines() {
@@ -265,18 +267,21 @@ fn memories(verilog: &str) -> Vec<(String, usize)> {
         if let Some(rest) = l.strip_prefix("module ") {
             module = rest.split('(').next().map(str::to_string);
         }
-        if let (Some(m), Some(decl)) = (&module, l.strip_prefix("reg["))
-            && let Some((_, tail)) = decl.split_once("] mem[")
-        {
-            let depth: usize = tail.split(':').next().unwrap().parse().unwrap();
-            let path = m.trim_start_matches("top$").replace('$', ".");
-            out.push((path, depth + 1));
+        if let (Some(m), Some(decl)) = (&module, l.strip_prefix("reg[")) {
+            let found = [("] mem[", true), ("] lut_mem[", false)]
+                .into_iter()
+                .find_map(|(pat, reg)| Some((decl.split_once(pat)?.1, reg)));
+            if let Some((tail, registered)) = found {
+                let depth: usize = tail.split(':').next().unwrap().parse().unwrap();
+                let path = m.trim_start_matches("top$").replace('$', ".");
+                out.push((path, depth + 1, registered));
+            }
         }
     }
     out
 }
 
-fn testbench(v: &Vectors, mems: &[(String, usize)]) -> String {
+fn testbench(v: &Vectors, mems: &[(String, usize, bool)]) -> String {
     let in_bits: usize = v.inputs.iter().map(|p| p.1).sum();
     let out_bits: usize = v.outputs.iter().map(|p| p.1).sum();
     let n = v.cycles.len();
@@ -298,13 +303,16 @@ fn testbench(v: &Vectors, mems: &[(String, usize)]) -> String {
     writeln!(t, "  reg [{}:0] vout [0:{}];", out_bits - 1, n - 1).unwrap();
     writeln!(t, "  reg [{}:0] got;\n  integer i, k, bad;", out_bits - 1).unwrap();
     writeln!(t, "  initial begin").unwrap();
-    for (path, depth) in mems {
+    for (path, depth, registered) in mems {
+        let array = if *registered { "mem" } else { "lut_mem" };
         writeln!(
             t,
-            "    for (k = 0; k < {depth}; k = k + 1) dut.\\{path}.mem [k] = 0;"
+            "    for (k = 0; k < {depth}; k = k + 1) dut.\\{path}.{array} [k] = 0;"
         )
         .unwrap();
-        writeln!(t, "    dut.\\{path}.read_data = 0;").unwrap();
+        if *registered {
+            writeln!(t, "    dut.\\{path}.read_data = 0;").unwrap();
+        }
     }
     writeln!(
         t,
