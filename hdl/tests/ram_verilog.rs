@@ -1,9 +1,10 @@
-//! The block RAM's Verilog (`ferroce_hdl::ram::BlockRam`) under Icarus Verilog, against its
-//! contract: a write lands one clock after it is taken, a read returns the word as the memory
-//! holds it, and a read of the address whose write is landing is undefined, which the
+//! The block RAM's and the LUT RAM's Verilog (`ferroce_hdl::ram::BlockRam`, `LutRam`) under
+//! Icarus Verilog, against their contract: a write lands one clock after it is taken, a read
+//! returns the word as the memory holds it (the block RAM at the clock edge, the LUT RAM within
+//! the cycle), and a read of the address whose write is landing is undefined, which the
 //! co-simulation builds (`FERROCE_RAM_POISON`) return as the old word inverted.
 
-use ferroce_hdl::ram::BlockRam;
+use ferroce_hdl::ram::{BlockRam, LutRam};
 use ferroce_hdl::verilog::generate;
 use std::fmt::Write;
 
@@ -92,5 +93,54 @@ fn block_ram_verilog_keeps_its_contract_with_and_without_the_poison() {
     assert!(collisions > 100, "the sequence must collide often");
     for poison in [false, true] {
         assert_eq!(run(&ops, poison), expected(&ops, poison), "poison {poison}");
+    }
+}
+
+/// The LUT RAM's Verilog under Icarus over `ops`: the read data within each cycle, before its
+/// clock edge.
+fn run_lut(ops: &[Op], poison: bool) -> Vec<u8> {
+    let mut tb = String::from(
+        "module tb;\n  reg clock = 0; reg [1:0] ra = 0; reg we = 0; reg [1:0] wa = 0; \
+         reg [7:0] wd = 0; wire [7:0] rd;\n  integer i;\n  \
+         top dut(.read_address(ra), .read_data(rd), .write_address(wa), \
+         .write_clock(clock), .write_data(wd), .write_enable(we));\n  initial begin\n    \
+         for (i = 0; i < 4; i = i + 1) dut.lut_mem[i] = 0;\n",
+    );
+    for &(ra, we, wa, wd) in ops {
+        writeln!(
+            tb,
+            "    ra = {ra}; we = {}; wa = {wa}; wd = {wd}; #1 $display(\"%h\", rd); clock = 1; #1 clock = 0;",
+            u8::from(we)
+        )
+        .unwrap();
+    }
+    tb.push_str("    $finish;\n  end\nendmodule\n");
+    let name = if poison {
+        "lut_ram_poison"
+    } else {
+        "lut_ram_plain"
+    };
+    let dut = generate(LutRam::<8, 2>::default());
+    let defines: &[&str] = if poison { &["FERROCE_RAM_POISON"] } else { &[] };
+    run_icarus("ram_verilog", name, &dut, &tb, defines)
+        .into_iter()
+        .map(|v| v as u8)
+        .collect()
+}
+
+#[test]
+fn lut_ram_verilog_keeps_its_contract_with_and_without_the_poison() {
+    if !iverilog_present() {
+        return;
+    }
+    // The same sequence and the same expected words: the LUT RAM's read within cycle k sees
+    // what the block RAM's read registers at the edge ending it.
+    let ops = ops(2_000);
+    for poison in [false, true] {
+        assert_eq!(
+            run_lut(&ops, poison),
+            expected(&ops, poison),
+            "poison {poison}"
+        );
     }
 }
