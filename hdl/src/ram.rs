@@ -30,6 +30,61 @@
 //! this contract under Icarus, with and without the poison.
 
 use rust_hdl::prelude::*;
+use std::collections::BTreeMap;
+
+/// The words of a simulated RAM and its write port, as both RAMs here behave in rust-hdl: a
+/// write taken at one clock edge lands at the next, and a read of the address whose write is
+/// pending returns the old word inverted.
+#[derive(Default)]
+struct SimWords<const W: usize, const N: usize> {
+    words: BTreeMap<Bits<N>, Bits<W>>,
+    // The write taken at the last clock edge, which lands in `words` at the next one.
+    pending: Option<(Bits<N>, Bits<W>)>,
+}
+
+impl<const W: usize, const N: usize> SimWords<W, N> {
+    /// A write-clock edge: the pending write lands, and this cycle's is taken.
+    fn clock(&mut self, enable: bool, address: Bits<N>, data: Bits<W>) {
+        if let Some((a, word)) = self.pending.take() {
+            self.words.insert(a, word);
+        }
+        if enable {
+            self.pending = Some((address, data));
+        }
+    }
+
+    /// The word at `address` now.
+    fn read(&self, address: Bits<N>) -> Bits<W> {
+        let old = self.words.get(&address).copied().unwrap_or_default();
+        let collides = self.pending.is_some_and(|(a, _)| a == address);
+        if collides { !old } else { old }
+    }
+}
+
+/// The memory array `array` and its registered write port, as both RAMs' Verilog declares
+/// them (the write lands one clock after it is taken).
+fn write_port_verilog(array: &str, w: usize, n: usize) -> String {
+    format!(
+        "\
+reg[{msb}:0] {array}[{last}:0];
+reg [{amsb}:0] write_address_q;
+reg [{msb}:0] write_data_q;
+reg write_enable_q = 1'b0;
+
+always @(posedge write_clock) begin
+   write_address_q <= write_address;
+   write_data_q <= write_data;
+   write_enable_q <= write_enable;
+   if (write_enable_q) begin
+      {array}[write_address_q] <= write_data_q;
+   end
+end
+",
+        msb = w - 1,
+        amsb = n - 1,
+        last = (1usize << n) - 1,
+    )
+}
 
 /// Block RAM of `2^N` words of `W` bits: `read_data` is the word at `read_address` one clock
 /// after it is presented; `write_data` is taken at the clock when `write_enable` is high and
@@ -51,26 +106,20 @@ pub struct BlockRam<const W: usize, const N: usize> {
     pub write_data: Signal<In, Bits<W>>,
     /// Write this cycle.
     pub write_enable: Signal<In, Bit>,
-    _words: std::collections::BTreeMap<Bits<N>, Bits<W>>,
-    // The write taken at the last clock edge, which lands in `_words` at the next one.
-    _pending: Option<(Bits<N>, Bits<W>)>,
+    _mem: SimWords<W, N>,
 }
 
 impl<const W: usize, const N: usize> Logic for BlockRam<W, N> {
     fn update(&mut self) {
         if self.read_clock.pos_edge() {
-            let address = self.read_address.val();
-            let old = self._words.get(&address).copied().unwrap_or_default();
-            let collides = self._pending.is_some_and(|(a, _)| a == address);
-            self.read_data.next = if collides { !old } else { old };
+            self.read_data.next = self._mem.read(self.read_address.val());
         }
         if self.write_clock.pos_edge() {
-            if let Some((address, word)) = self._pending.take() {
-                self._words.insert(address, word);
-            }
-            if self.write_enable.val() {
-                self._pending = Some((self.write_address.val(), self.write_data.val()));
-            }
+            self._mem.clock(
+                self.write_enable.val(),
+                self.write_address.val(),
+                self.write_data.val(),
+            );
         }
     }
 
@@ -84,20 +133,7 @@ impl<const W: usize, const N: usize> Logic for BlockRam<W, N> {
         Verilog::Custom(format!(
             "\
 (* no_rw_check *)
-reg[{msb}:0] mem[{last}:0];
-reg [{amsb}:0] write_address_q;
-reg [{msb}:0] write_data_q;
-reg write_enable_q = 1'b0;
-
-always @(posedge write_clock) begin
-   write_address_q <= write_address;
-   write_data_q <= write_data;
-   write_enable_q <= write_enable;
-   if (write_enable_q) begin
-      mem[write_address_q] <= write_data_q;
-   end
-end
-
+{}
 always @(posedge read_clock) begin
 `ifdef FERROCE_RAM_POISON
    if (write_enable_q && write_address_q == read_address)
@@ -107,9 +143,7 @@ always @(posedge read_clock) begin
    read_data <= mem[read_address];
 end
 ",
-            msb = W - 1,
-            amsb = N - 1,
-            last = (1usize << N) - 1,
+            write_port_verilog("mem", W, N)
         ))
     }
 
@@ -156,25 +190,19 @@ pub struct LutRam<const W: usize, const N: usize> {
     pub write_data: Signal<In, Bits<W>>,
     /// Write this cycle.
     pub write_enable: Signal<In, Bit>,
-    _words: std::collections::BTreeMap<Bits<N>, Bits<W>>,
-    // The write taken at the last clock edge, which lands in `_words` at the next one.
-    _pending: Option<(Bits<N>, Bits<W>)>,
+    _mem: SimWords<W, N>,
 }
 
 impl<const W: usize, const N: usize> Logic for LutRam<W, N> {
     fn update(&mut self) {
         if self.write_clock.pos_edge() {
-            if let Some((address, word)) = self._pending.take() {
-                self._words.insert(address, word);
-            }
-            if self.write_enable.val() {
-                self._pending = Some((self.write_address.val(), self.write_data.val()));
-            }
+            self._mem.clock(
+                self.write_enable.val(),
+                self.write_address.val(),
+                self.write_data.val(),
+            );
         }
-        let address = self.read_address.val();
-        let old = self._words.get(&address).copied().unwrap_or_default();
-        let collides = self._pending.is_some_and(|(a, _)| a == address);
-        self.read_data.next = if collides { !old } else { old };
+        self.read_data.next = self._mem.read(self.read_address.val());
     }
 
     fn connect(&mut self) {
@@ -184,20 +212,7 @@ impl<const W: usize, const N: usize> Logic for LutRam<W, N> {
     fn hdl(&self) -> Verilog {
         Verilog::Custom(format!(
             "\
-reg[{msb}:0] lut_mem[{last}:0];
-reg [{amsb}:0] write_address_q;
-reg [{msb}:0] write_data_q;
-reg write_enable_q = 1'b0;
-
-always @(posedge write_clock) begin
-   write_address_q <= write_address;
-   write_data_q <= write_data;
-   write_enable_q <= write_enable;
-   if (write_enable_q) begin
-      lut_mem[write_address_q] <= write_data_q;
-   end
-end
-
+{}
 always @(*) begin
 `ifdef FERROCE_RAM_POISON
    if (write_enable_q && write_address_q == read_address)
@@ -207,9 +222,7 @@ always @(*) begin
    read_data = lut_mem[read_address];
 end
 ",
-            msb = W - 1,
-            amsb = N - 1,
-            last = (1usize << N) - 1,
+            write_port_verilog("lut_mem", W, N)
         ))
     }
 

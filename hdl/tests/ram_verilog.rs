@@ -52,29 +52,47 @@ fn expected(ops: &[Op], poison: bool) -> Vec<u8> {
     out
 }
 
-/// Runs the RAM's Verilog under Icarus over `ops` (with `FERROCE_RAM_POISON` defined when
-/// `poison`) and returns the read data after each clock edge.
-fn run(ops: &[Op], poison: bool) -> Vec<u8> {
-    let mut tb = String::from(
+/// Runs a RAM's Verilog (`dut`, whose array is `array`, with a read clock port when
+/// `read_clock`) under Icarus over `ops` (with `FERROCE_RAM_POISON` defined when `poison`) and
+/// returns the read data of each cycle: after its clock edge for a block RAM, before it (within
+/// the cycle) for a LUT RAM.
+fn run_ram(
+    name: &str,
+    dut: &str,
+    array: &str,
+    read_clock: bool,
+    ops: &[Op],
+    poison: bool,
+) -> Vec<u8> {
+    let clock_port = if read_clock {
+        ".read_clock(clock), "
+    } else {
+        ""
+    };
+    let mut tb = format!(
         "module tb;\n  reg clock = 0; reg [1:0] ra = 0; reg we = 0; reg [1:0] wa = 0; \
          reg [7:0] wd = 0; wire [7:0] rd;\n  integer i;\n  \
-         top dut(.read_address(ra), .read_clock(clock), .read_data(rd), .write_address(wa), \
+         top dut(.read_address(ra), {clock_port}.read_data(rd), .write_address(wa), \
          .write_clock(clock), .write_data(wd), .write_enable(we));\n  initial begin\n    \
-         for (i = 0; i < 4; i = i + 1) dut.mem[i] = 0;\n",
+         for (i = 0; i < 4; i = i + 1) dut.{array}[i] = 0;\n",
     );
+    let step = if read_clock {
+        "#1 clock = 1; #1 $display(\"%h\", rd); clock = 0;"
+    } else {
+        "#1 $display(\"%h\", rd); clock = 1; #1 clock = 0;"
+    };
     for &(ra, we, wa, wd) in ops {
         writeln!(
             tb,
-            "    ra = {ra}; we = {}; wa = {wa}; wd = {wd}; #1 clock = 1; #1 $display(\"%h\", rd); clock = 0;",
+            "    ra = {ra}; we = {}; wa = {wa}; wd = {wd}; {step}",
             u8::from(we)
         )
         .unwrap();
     }
     tb.push_str("    $finish;\n  end\nendmodule\n");
-    let name = if poison { "ram_poison" } else { "ram_plain" };
-    let dut = generate(BlockRam::<8, 2>::default());
+    let name = format!("{name}_{}", if poison { "poison" } else { "plain" });
     let defines: &[&str] = if poison { &["FERROCE_RAM_POISON"] } else { &[] };
-    run_icarus("ram_verilog", name, &dut, &tb, defines)
+    run_icarus("ram_verilog", &name, dut, &tb, defines)
         .into_iter()
         .map(|v| v as u8)
         .collect()
@@ -92,40 +110,10 @@ fn block_ram_verilog_keeps_its_contract_with_and_without_the_poison() {
         .count();
     assert!(collisions > 100, "the sequence must collide often");
     for poison in [false, true] {
-        assert_eq!(run(&ops, poison), expected(&ops, poison), "poison {poison}");
+        let dut = generate(BlockRam::<8, 2>::default());
+        let got = run_ram("ram", &dut, "mem", true, &ops, poison);
+        assert_eq!(got, expected(&ops, poison), "poison {poison}");
     }
-}
-
-/// The LUT RAM's Verilog under Icarus over `ops`: the read data within each cycle, before its
-/// clock edge.
-fn run_lut(ops: &[Op], poison: bool) -> Vec<u8> {
-    let mut tb = String::from(
-        "module tb;\n  reg clock = 0; reg [1:0] ra = 0; reg we = 0; reg [1:0] wa = 0; \
-         reg [7:0] wd = 0; wire [7:0] rd;\n  integer i;\n  \
-         top dut(.read_address(ra), .read_data(rd), .write_address(wa), \
-         .write_clock(clock), .write_data(wd), .write_enable(we));\n  initial begin\n    \
-         for (i = 0; i < 4; i = i + 1) dut.lut_mem[i] = 0;\n",
-    );
-    for &(ra, we, wa, wd) in ops {
-        writeln!(
-            tb,
-            "    ra = {ra}; we = {}; wa = {wa}; wd = {wd}; #1 $display(\"%h\", rd); clock = 1; #1 clock = 0;",
-            u8::from(we)
-        )
-        .unwrap();
-    }
-    tb.push_str("    $finish;\n  end\nendmodule\n");
-    let name = if poison {
-        "lut_ram_poison"
-    } else {
-        "lut_ram_plain"
-    };
-    let dut = generate(LutRam::<8, 2>::default());
-    let defines: &[&str] = if poison { &["FERROCE_RAM_POISON"] } else { &[] };
-    run_icarus("ram_verilog", name, &dut, &tb, defines)
-        .into_iter()
-        .map(|v| v as u8)
-        .collect()
 }
 
 #[test]
@@ -137,10 +125,8 @@ fn lut_ram_verilog_keeps_its_contract_with_and_without_the_poison() {
     // what the block RAM's read registers at the edge ending it.
     let ops = ops(2_000);
     for poison in [false, true] {
-        assert_eq!(
-            run_lut(&ops, poison),
-            expected(&ops, poison),
-            "poison {poison}"
-        );
+        let dut = generate(LutRam::<8, 2>::default());
+        let got = run_ram("lut_ram", &dut, "lut_mem", false, &ops, poison);
+        assert_eq!(got, expected(&ops, poison), "poison {poison}");
     }
 }
