@@ -10,7 +10,7 @@
 //! | op | effect | result |
 //! |---|---|---|
 //! | [`OP_INIT`] | entry := cum `cmd_fsn`, empty window, counters 0 | the new state |
-//! | [`OP_CLASSIFY`] | CE count += `cmd_ce` | class of `cmd_fsn` (duplicate / new with distance and gap / out of window), state |
+//! | [`OP_CLASSIFY`] | CE count += `late_ce` | class of `cmd_fsn` (duplicate / new with distance and gap / out of window), state |
 //! | [`OP_ACCEPT`] | mark distance `cmd_distance` received, advance cum over the contiguous run, unacked += 1 | the new state |
 //! | [`OP_ACK`] | unacked := 0, CE count := 0 | the state before clearing (what the ACK reports) |
 //! | [`OP_READ`] | none | the state |
@@ -78,8 +78,11 @@ pub struct FlowTable<const A: usize> {
     pub cmd_index: Signal<In, Bits<A>>,
     /// FSN (classify) or initial cumulative FSN (init).
     pub cmd_fsn: Signal<In, Bits<24>>,
-    /// The packet was CE-marked (classify).
-    pub cmd_ce: Signal<In, Bit>,
+    /// The packet of the classify taken in the cycle before was CE-marked (sampled only in
+    /// the cycle after a classify is taken). A cycle late so that a requester whose checks on
+    /// the packet finish after it issued the classify can still withhold the mark of a packet
+    /// it then refuses: the classify's only change to the entry is this count.
+    pub late_ce: Signal<In, Bit>,
     /// Distance from a previous classify (accept).
     pub cmd_distance: Signal<In, Bits<9>>,
     /// A result is presented this cycle.
@@ -120,6 +123,8 @@ pub struct FlowTable<const A: usize> {
     index: DFF<Bits<A>>,
     fsn: DFF<Bits<24>>,
     ce: DFF<Bit>,
+    /// An operation was taken in the last cycle: `late_ce` is sampled now.
+    taken: DFF<Bit>,
     distance: DFF<Bits<9>>,
     /// `distance` is zero (an in-order accept), registered beside it.
     in_order: DFF<Bit>,
@@ -206,7 +211,7 @@ impl<const A: usize> Default for FlowTable<A> {
             cmd_op: Default::default(),
             cmd_index: Default::default(),
             cmd_fsn: Default::default(),
-            cmd_ce: Default::default(),
+            late_ce: Default::default(),
             cmd_distance: Default::default(),
             res_valid: Default::default(),
             res_class: Default::default(),
@@ -232,6 +237,7 @@ impl<const A: usize> Default for FlowTable<A> {
             index: Default::default(),
             fsn: Default::default(),
             ce: Default::default(),
+            taken: Default::default(),
             distance: Default::default(),
             in_order: Default::default(),
             set_mask: Default::default(),
@@ -301,6 +307,7 @@ impl<const A: usize> Logic for FlowTable<A> {
             index,
             fsn,
             ce,
+            taken,
             distance,
             in_order,
             set_mask,
@@ -338,6 +345,12 @@ impl<const A: usize> Logic for FlowTable<A> {
         self.cmd_ready.next = false;
         self.out_valid.d.next = false;
         self.write_back.next = false;
+        // The phase after the one that took the operation (Read or Look for a classify,
+        // both before Exec adds the mark).
+        self.taken.d.next = false;
+        if self.taken.q.val() {
+            self.ce.d.next = self.late_ce.val();
+        }
 
         // The entry as read from RAM: cum | bitmap | unacked | ce.
         self.word.next = self.ram.read_data.val();
@@ -431,7 +444,7 @@ impl<const A: usize> Logic for FlowTable<A> {
                 self.op.d.next = self.cmd_op.val();
                 self.index.d.next = self.cmd_index.val();
                 self.fsn.d.next = self.cmd_fsn.val();
-                self.ce.d.next = self.cmd_ce.val();
+                self.taken.d.next = self.cmd_valid.val();
                 self.distance.d.next = self.cmd_distance.val();
                 self.in_order.d.next = self.cmd_distance.val() == 0_u64;
                 self.diff_q.d.next = self.cmd_fsn.val() - self.cum.q.val();

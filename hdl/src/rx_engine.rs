@@ -252,6 +252,7 @@ constants!(
 enum St {
     Idle,
     ConnChk,
+    CtlChk,
     RxEvent,
     Classify,
     ClsWait,
@@ -478,6 +479,11 @@ pub struct RxEngine {
     /// written with it), read in Idle so that the Tag context's receive-buffer and slot reads
     /// start a cycle before the connection entry arrives.
     tag_ram: LutRam<TAG_BITS, CONN_BITS>,
+    /// The low `FLOW_BITS` of each connection's first flow, copied the same way: the flow
+    /// index is formed in ConnChk from this copy (read in Idle, registered in `fbase_q`), not
+    /// from the connection entry arriving in that cycle.
+    fbase_ram: LutRam<FLOW_BITS, CONN_BITS>,
+    fbase_q: DFF<Bits<FLOW_BITS>>,
     rate_ram: BlockRam<32, CONN_BITS>,
     region_ram: BlockRam<160, REGION_BITS>,
     recv_ram: BlockRam<160, RECV_INDEX_BITS>,
@@ -572,11 +578,11 @@ pub struct RxEngine {
     distance: DFF<Bits<9>>,
     opens_gap: DFF<Bit>,
     verdict: DFF<Bits<6>>,
-    /// The connection checks, registered in every cycle from the connection entry straight
-    /// from the block RAM, so that the entry feeds flip-flops without enables: ConnChk moves on
-    /// by the opcode alone, and the next state (Classify for data, RxEvent for ACK and NAK)
-    /// decides from these flags and sets `verdict`. They hold while the frame is processed (the
-    /// entry's address and the parse result hold). Unknown connection:
+    /// The connection checks, registered in every cycle from the latched connection entry
+    /// (`conn`, loaded in ConnChk): the cycle after ConnChk computes them, and the one after
+    /// that decides from them (Decide1 for data, RxEvent after CtlChk for ACK and NAK), so
+    /// neither the block RAM's output nor the decision waits on a compare. They hold while the
+    /// frame is processed (the entry and the parse result hold). Unknown connection:
     cc_unknown_q: DFF<Bit>,
     /// What differs from the entry: bit 0 the address family, bits 1..=8 the eight 32-bit
     /// address words (peer IP, then local IP). `cc_addr` is their OR.
@@ -758,6 +764,7 @@ impl Logic for RxEngine {
             rs_rd_q,
             rb_short_q,
             tag_len_bad_q,
+            fbase_q,
             rb_place_q,
             rs_active_q,
             rs_done_q,
@@ -871,6 +878,9 @@ impl Logic for RxEngine {
         }
         self.tag_ram.write_clock.next = self.clock.val();
         self.tag_ram.read_address.next = self.pr_dest_conn.val().get_bits::<CONN_BITS>(0);
+        self.fbase_ram.write_clock.next = self.clock.val();
+        self.fbase_ram.read_address.next = self.pr_dest_conn.val().get_bits::<CONN_BITS>(0);
+        self.fbase_q.d.next = self.fbase_ram.read_data.val();
         self.region_ram.read_address.next = self.region_addr.q.val();
         self.recv_ram.read_address.next = self.recv_idx.q.val();
         self.slot_ram.read_address.next = self.slot_idx.q.val();
@@ -881,6 +891,8 @@ impl Logic for RxEngine {
         self.conn_ram.write_enable.next = self.tw_conn_q.q.val();
         self.tag_ram.write_enable.next = self.tw_conn_q.q.val();
         self.tag_ram.write_address.next = self.tc_index.val().get_bits::<CONN_BITS>(0);
+        self.fbase_ram.write_enable.next = self.tw_conn_q.q.val();
+        self.fbase_ram.write_address.next = self.tc_index.val().get_bits::<CONN_BITS>(0);
         self.conn_ram.write_address.next = self.tc_index.val().get_bits::<CONN_BITS>(0);
         self.rate_ram.write_enable.next = self.tw_rate_q.q.val();
         self.rate_ram.write_address.next = self.tc_index.val().get_bits::<CONN_BITS>(0);
@@ -919,7 +931,6 @@ impl Logic for RxEngine {
         self.ft.cmd_op.next = 0.into();
         self.ft.cmd_index.next = self.flow_idx.q.val();
         self.ft.cmd_fsn.next = self.pr_psn.val();
-        self.ft.cmd_ce.next = false;
         self.ft.cmd_distance.next = self.distance.q.val();
 
         // ---- Fields of the frame at the head of the FIFO.
@@ -979,26 +990,27 @@ impl Logic for RxEngine {
             | (bit_cast::<128, 32>(self.conn.q.val().get_bits::<32>(384)) << 32_u64)
             | bit_cast::<128, 32>(self.conn.q.val().get_bits::<32>(416));
         self.rc.next = self.conn_ram.read_data.val();
-        self.flow_sum.next = bit_cast::<17, 16>(self.rc.val().get_bits::<16>(64))
+        self.flow_sum.next = bit_cast::<17, 16>(self.conn.q.val().get_bits::<16>(64))
             + bit_cast::<17, 16>(self.d_flow.val());
         self.cc_unknown_q.d.next = ((self.pr_dest_conn.val() >> self.k.conn_bits.val()) != 0_u64)
-            | !self.rc.val().get_bit(0);
+            | !self.conn.q.val().get_bit(0);
         // The addresses word by word (the entry holds each one's first word lowest: local IP
         // from bit 192, peer IP from bit 320). The nine mismatches (family and words) are
-        // registered straight from the block RAM's output, and the next state ORs them
-        // (`cc_addr`) with the other flags, rather than hanging the whole OR tree off the RAM.
+        // registered from the latched entry (`conn`, loaded in ConnChk straight from the block
+        // RAM), so no compare hangs off the RAM's output, and the next state ORs them
+        // (`cc_addr`) with the other flags.
         self.addr_ne.next = 0.into();
-        if self.pr_ipv6.val() != self.rc.val().get_bit(1) {
+        if self.pr_ipv6.val() != self.conn.q.val().get_bit(1) {
             self.addr_ne.next = 1.into();
         }
         for i in 0_usize..4 {
             if self.pr_src_ip.val().get_bits::<32>(96 - 32 * i)
-                != self.rc.val().get_bits::<32>(320 + 32 * i)
+                != self.conn.q.val().get_bits::<32>(320 + 32 * i)
             {
                 self.addr_ne.next = self.addr_ne.val().replace_bit(1 + i, true);
             }
             if self.pr_dst_ip.val().get_bits::<32>(96 - 32 * i)
-                != self.rc.val().get_bits::<32>(192 + 32 * i)
+                != self.conn.q.val().get_bits::<32>(192 + 32 * i)
             {
                 self.addr_ne.next = self.addr_ne.val().replace_bit(5 + i, true);
             }
@@ -1006,11 +1018,14 @@ impl Logic for RxEngine {
         self.addr_ne_q.d.next = self.addr_ne.val();
         self.cc_addr.next = self.addr_ne_q.q.val().any();
         // ACK and NAK carry their flow where data carries it.
-        self.cc_flow_q.d.next = self.d_flow.val() >= self.rc.val().get_bits::<16>(80);
+        self.cc_flow_q.d.next = self.d_flow.val() >= self.conn.q.val().get_bits::<16>(80);
         self.cc_over_q.d.next = (self.flow_sum.val() >> self.k.flow_bits.val()) != 0_u64;
         self.cc_refused_ctl.next =
             self.cc_unknown_q.q.val() | self.cc_addr.val() | self.cc_flow_q.q.val();
         self.cc_refused.next = self.cc_refused_ctl.val() | self.cc_over_q.q.val();
+        // Sampled the cycle after Classify's command is taken (Decide1), when the connection
+        // checks are in: a refused packet's mark is not counted.
+        self.ft.late_ce.next = self.d_ce.val() & !self.cc_refused.val();
         self.cc_verdict.next = self.k.c_bad_flow.val();
         if self.cc_unknown_q.q.val() {
             self.cc_verdict.next = self.k.c_unknown_conn.val();
@@ -1347,6 +1362,8 @@ impl Logic for RxEngine {
             | (bit_cast::<448, 256>(self.tw.val().get_bits::<256>(192)) << 192_u64);
         // The Tag base, as the connection entry stores it (bits 96..112).
         self.tag_ram.write_data.next = self.tw.val().get_bits::<TAG_BITS>(96);
+        // The first flow (bits 64..80).
+        self.fbase_ram.write_data.next = self.tw.val().get_bits::<FLOW_BITS>(64);
         self.rate_ram.write_data.next = self.tw.val().get_bits::<32>(448);
         if self.tc_rate_q.q.val() {
             self.rate_ram.write_data.next = self.tw.val().get_bits::<32>(0);
@@ -1658,14 +1675,20 @@ impl Logic for RxEngine {
                     self.ev.d.next = self.ev_w.val();
                     self.conn.d.next = self.rc.val();
                     self.rate.d.next = self.rate_ram.read_data.val();
-                    self.flow_idx.d.next = self.flow_sum.val().get_bits::<FLOW_BITS>(0);
+                    // From the first flow's copy (read in Idle), not from the entry arriving now.
+                    self.flow_idx.d.next =
+                        self.fbase_q.q.val() + self.d_flow.val().get_bits::<FLOW_BITS>(0);
                     self.state.d.next = St::Classify;
                     if (self.pr_opcode.val() == self.k.op_ack.val())
                         | (self.pr_opcode.val() == self.k.op_nak.val())
                     {
-                        self.state.d.next = St::RxEvent;
+                        self.state.d.next = St::CtlChk;
                     }
                     self.cc_checked.d.next = true;
+                }
+                St::CtlChk => {
+                    // The connection checks are registered from the latched entry now.
+                    self.state.d.next = St::RxEvent;
                 }
                 St::RxEvent => {
                     // An ACK or NAK is counted as one, or as what refused it (a CM frame's
@@ -1688,23 +1711,15 @@ impl Logic for RxEngine {
                     }
                 }
                 St::Classify => {
-                    // (rust-hdl drops match guards from the Verilog: test inside the arm.)
-                    if self.cc_refused.val() {
-                        self.verdict.d.next = self.cc_verdict.val();
-                        self.state.d.next = St::Finish;
-                    } else {
-                        self.ft.cmd_valid.next = true;
-                        self.ft.cmd_op.next = self.k.ft_classify.val();
-                        self.ft.cmd_ce.next = self.d_ce.val();
-                        if self.ft.cmd_ready.val() {
-                            if self.d_ce.val() {
-                                self.cnt_valid.next = true;
-                                self.cnt_index.next = self.k.c_ce.val();
-                            }
-                            // Decide while the flow table classifies; ClsWait applies the class.
-                            self.cls_wait.d.next = true;
-                            self.state.d.next = St::Decide1;
-                        }
+                    // Issued before the connection checks are in: a classify changes nothing
+                    // in the flow table but the CE count, and the mark reaches the table a
+                    // cycle later (`late_ce`), withheld if the checks refuse the packet.
+                    self.ft.cmd_valid.next = true;
+                    self.ft.cmd_op.next = self.k.ft_classify.val();
+                    if self.ft.cmd_ready.val() {
+                        // Decide while the flow table classifies; ClsWait applies the class.
+                        self.cls_wait.d.next = true;
+                        self.state.d.next = St::Decide1;
                     }
                 }
                 St::ClsWait => {
@@ -1763,7 +1778,18 @@ impl Logic for RxEngine {
                     self.ack_port.d.next = self.pr_port.val();
                     self.ack_ts.d.next = self.d_ts.val();
                     self.ack_flow.d.next = self.d_flow.val();
-                    if self.tag_len_bad_q.q.val() {
+                    if self.d_ce.val() & !self.cc_refused.val() {
+                        self.cnt_valid.next = true;
+                        self.cnt_index.next = self.k.c_ce.val();
+                    }
+                    if self.cc_refused.val() {
+                        // The class is not waited for: the table takes no command before it
+                        // has presented it, and Idle drops it (`cls_wait`). The registers
+                        // loaded above are loaded again by the next frame before any use.
+                        self.verdict.d.next = self.cc_verdict.val();
+                        self.cls_wait.d.next = false;
+                        self.state.d.next = St::Finish;
+                    } else if self.tag_len_bad_q.q.val() {
                         // Terminal, nothing to account: consumed and NAKed.
                         self.verdict.d.next = self.k.c_invalid.val();
                         self.f_nak.d.next = true;

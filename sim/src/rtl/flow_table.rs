@@ -44,7 +44,8 @@ struct Ports {
     op: Port,
     index: Port,
     fsn: Port,
-    ce: Port,
+    /// `late_ce`: the CE mark of the operation taken in the cycle before.
+    late_ce: Port,
     distance: Port,
     res_valid: Port,
     class: Port,
@@ -69,6 +70,13 @@ pub struct RtlFlowTable {
     noise: Rng,
     /// Indices the idle bus shows (see [`RtlFlowTable::set_idle_indices`]).
     idle_indices: Vec<u32>,
+    /// The CE mark of the operation on the bus, driven on `late_ce` in the cycle after the
+    /// table takes it (noise in every other cycle).
+    offered_ce: bool,
+    /// `late_ce` holds the mark of the operation taken at the last clock edge.
+    late_due: bool,
+    /// `cmd_valid` as driven.
+    valid_on: bool,
 }
 
 impl RtlFlowTable {
@@ -85,7 +93,7 @@ impl RtlFlowTable {
             op: i("cmd_op")?,
             index: i("cmd_index")?,
             fsn: i("cmd_fsn")?,
-            ce: i("cmd_ce")?,
+            late_ce: i("late_ce")?,
             distance: i("cmd_distance")?,
             res_valid: o("res_valid")?,
             class: o("res_class")?,
@@ -105,6 +113,9 @@ impl RtlFlowTable {
             cycles: 0,
             noise: Rng::new(0x2545_F491_4F6C_DD1D),
             idle_indices: Vec::new(),
+            offered_ce: false,
+            late_due: false,
+            valid_on: false,
         };
         me.rtl.set_u64(me.p.reset, 1);
         me.tick();
@@ -124,11 +135,22 @@ impl RtlFlowTable {
     }
 
     fn tick(&mut self) {
+        self.rtl.eval();
+        let taken = self.valid_on && self.rtl.get_u64(self.p.ready) == 1;
         self.rtl.set_u64(self.p.clock, 1);
         self.rtl.eval();
         self.cycles += 1;
         self.rtl.set_u64(self.p.clock, 0);
+        self.late_due = taken;
+        if taken {
+            self.rtl.set_u64(self.p.late_ce, self.offered_ce as u64);
+        }
         self.rtl.eval();
+    }
+
+    fn set_valid(&mut self, on: bool) {
+        self.valid_on = on;
+        self.rtl.set_u64(self.p.valid, on as u64);
     }
 
     /// While no command is offered, the index field shows one of `indices` (chosen at random
@@ -141,16 +163,14 @@ impl RtlFlowTable {
 
     /// Puts noise on the command fields (no command offered).
     fn scramble(&mut self) {
-        for port in [
-            self.p.op,
-            self.p.index,
-            self.p.fsn,
-            self.p.ce,
-            self.p.distance,
-        ] {
+        for port in [self.p.op, self.p.index, self.p.fsn, self.p.distance] {
             // The port's own width keeps what fits.
             let v = self.noise.next_u64();
             self.rtl.set_u64(port, v);
+        }
+        if !self.late_due {
+            let v = self.noise.next_u64();
+            self.rtl.set_u64(self.p.late_ce, v);
         }
         if !self.idle_indices.is_empty() {
             let k = self.noise.below(self.idle_indices.len() as u64) as usize;
@@ -170,7 +190,7 @@ impl RtlFlowTable {
     /// With no command offered, waits for the result of `op`, taken in the last cycle or
     /// earlier.
     fn wait_result(&mut self, op: u64) -> FlowResult {
-        self.rtl.set_u64(self.p.valid, 0);
+        self.set_valid(false);
         for _ in 0..16 {
             self.scramble();
             self.tick();
@@ -200,9 +220,9 @@ impl RtlFlowTable {
         self.rtl.set_u64(self.p.op, op);
         self.rtl.set_u64(self.p.index, index as u64);
         self.rtl.set_u64(self.p.fsn, fsn as u64);
-        self.rtl.set_u64(self.p.ce, ce as u64);
+        self.offered_ce = ce;
         self.rtl.set_u64(self.p.distance, distance as u64);
-        self.rtl.set_u64(self.p.valid, 1);
+        self.set_valid(true);
     }
 
     /// Classifies `fsn` on entry `index` and offers a read of entry `then` from the very next
