@@ -273,6 +273,7 @@ enum St {
     ScanCheck,
     ScanDecide,
     ScanOwn,
+    ScanAct,
     ScanConn,
     ScanWb,
     ScanNext,
@@ -655,6 +656,10 @@ pub struct RxEngine {
     // The accept result's ACK-policy flags (`FlowTable::res_ack_due`, `res_unacked_one`).
     acc_due: DFF<Bit>,
     acc_one: DFF<Bit>,
+    // Whether a due flow still belongs to the connection that armed it, decided in ScanOwn from
+    // the latched entry and acted on in ScanAct, so the compare's carry chain ends at this flag
+    // rather than at the wide metadata and ACK registers' enables.
+    scan_own_q: DFF<Bit>,
     // The ACK timer's start, decided in Accept and applied in the cycle after from registers
     // only: the deadline (`now + ack_delay`, registered in every cycle) and whether it comes
     // before the earliest armed one (registered in every cycle from those).
@@ -849,6 +854,7 @@ impl Logic for RxEngine {
             acc_done,
             acc_due,
             acc_one,
+            scan_own_q,
             due_q,
             due_first_q,
             timer_start
@@ -2149,12 +2155,15 @@ impl Logic for RxEngine {
                 }
                 St::ScanOwn => {
                     // Only while the flow still belongs to the connection that armed it.
-                    if self.conn.q.val().get_bit(0)
+                    self.scan_own_q.d.next = self.conn.q.val().get_bit(0)
                         & (self.ack_flow.q.val() < self.conn.q.val().get_bits::<16>(80))
                         & ((bit_cast::<17, 16>(self.conn.q.val().get_bits::<16>(64))
                             + bit_cast::<17, 16>(self.ack_flow.q.val()))
-                            == bit_cast::<17, 13>(self.scan_idx.q.val()))
-                    {
+                            == bit_cast::<17, 13>(self.scan_idx.q.val()));
+                    self.state.d.next = St::ScanAct;
+                }
+                St::ScanAct => {
+                    if self.scan_own_q.q.val() {
                         self.f_ack.d.next = true;
                         self.state.d.next = St::AckCmd;
                     } else {
