@@ -959,3 +959,162 @@ fn rtl_nic_matches_the_model() {
         "ACK timers were armed after {timer_steps} of {frames} steps only"
     );
 }
+
+/// One well-formed Write of 100 bytes to region 1 on `flow` of connection 0, with `fsn`.
+fn write_on_conn0(lay: &Layout, flow: u16, fsn: u32) -> Vec<u8> {
+    let e = lay.conns[0].entry;
+    let (idx, reg) = lay.regions[0];
+    let a = |b: [u8; 16]| Ipv4Addr::new(b[12], b[13], b[14], b[15]);
+    let payload = [0x5Au8; 100];
+    FrameRepr {
+        eth: EthernetRepr {
+            dst: EthernetAddress(OUR_MAC),
+            src: EthernetAddress(PEER_MAC),
+            vlan_tci: e.vlan_tci,
+            ethertype: 0,
+        },
+        ip: IpRepr::V4(Ipv4Repr {
+            src: a(e.peer_ip),
+            dst: a(e.local_ip),
+            dscp: 0,
+            ecn: 0b10,
+            ttl: 64,
+            ident: 1,
+            payload_len: 0,
+        }),
+        src_port: 0xC123,
+        dst_port: 4791,
+        bth: BthRepr {
+            opcode: Opcode::Write,
+            solicited: false,
+            dest_conn: lay.conns[0].id,
+            ack_req: false,
+            psn: fsn,
+        },
+        transport: TransportRepr::Data(DataRepr {
+            flow,
+            tag: 0,
+            msn: 0,
+            ssn: 0,
+            offset: 0,
+            msg_len: payload.len() as u32,
+            timestamp: 0x1234_5678,
+            reth: Some(RethRepr {
+                va: reg.base,
+                rkey: reg.rkey(idx),
+            }),
+            imm: None,
+        }),
+        payload: &payload,
+    }
+    .emit()
+}
+
+/// A flow's ACK timer is armed, then the host rewrites the flow's connection: the timer ACK
+/// is sent only if the flow still belongs to the connection (valid, inside its flow count, at
+/// the same place from its flow base), on the RTL as in the model. The random mix above
+/// never rewrites a connection, so without this test the timer scan's ownership check could
+/// drop its range and base compares unnoticed.
+#[test]
+fn timer_ack_only_for_a_flow_its_connection_still_owns() {
+    let flow = 2u16;
+    let c0 = |f: &dyn Fn(&mut ConnectionEntry)| {
+        let mut e = ConnectionEntry {
+            valid: true,
+            peer_mac: EthernetAddress(PEER_MAC),
+            rate_hint_mbps: 25_000,
+            ipv6: false,
+            peer_conn: 100,
+            flow_base: 0,
+            flow_count: 4,
+            tag_base: 0,
+            tag_count: 4,
+            local_ip: v4([10, 0, 0, 1]),
+            peer_ip: v4([10, 0, 0, 2]),
+            ..Default::default()
+        };
+        f(&mut e);
+        e
+    };
+    // (what the host does, the connection it writes, timer ACKs expected)
+    let cases: [(&str, ConnectionEntry, usize); 5] = [
+        ("rewritten unchanged", c0(&|_| {}), 1),
+        ("new rate hint", c0(&|e| e.rate_hint_mbps = 7_000), 1),
+        ("flow count below the flow", c0(&|e| e.flow_count = 2), 0),
+        ("flow base moved by one", c0(&|e| e.flow_base = 1), 0),
+        ("invalidated", c0(&|e| e.valid = false), 0),
+    ];
+    for (what, entry, want) in cases {
+        let mut rtl = match RtlNic::new() {
+            Ok(t) => t,
+            Err(e) if std::env::var_os("FERROCE_ALLOW_MISSING_TOOLS").is_some() => {
+                println!("SKIPPED: {e}");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        let mut model = ModelNic::new(rtl.table_sizes());
+        let lay = program(&mut rtl);
+        program(&mut model);
+        assert_eq!(
+            lay.conns[0].entry,
+            c0(&|_| {}),
+            "the layout this test assumes"
+        );
+        let f = write_on_conn0(&lay, flow, 0xFF_FFF0);
+        rtl.receive_frame(0, &f).unwrap();
+        model.receive_frame(0, &f).unwrap();
+        let (a, b) = (drain(&mut rtl), drain(&mut model));
+        assert_eq!(a, b, "{what}: frames after the Write");
+        assert!(
+            a.is_empty(),
+            "{what}: one packet is below the coalescing count"
+        );
+        assert_eq!(
+            counters(&mut model)
+                .iter()
+                .find(|(c, _)| *c == Counter::RxPlacedPackets)
+                .map(|x| x.1),
+            Some(1),
+            "{what}: the Write is placed"
+        );
+        let wake = rtl.next_timer_ns();
+        assert_eq!(wake, model.next_timer_ns(), "{what}: timer armed");
+        assert!(
+            wake.is_some(),
+            "{what}: the Write arms the flow's ACK timer"
+        );
+
+        assert_eq!(
+            write_table(&mut rtl, TableId::Connection, 0, &entry.to_words()),
+            0
+        );
+        assert_eq!(
+            write_table(&mut model, TableId::Connection, 0, &entry.to_words()),
+            0
+        );
+        let now = wake.unwrap() + 1_000;
+        rtl.poll(now);
+        model.poll(now);
+        let (a, b) = (drain(&mut rtl), drain(&mut model));
+        assert_eq!(a, b, "{what}: timer ACKs");
+        assert_eq!(a.len(), want, "{what}: timer ACKs sent");
+        if want == 1 {
+            let parsed =
+                ferroce_proto::wire::parse_frame(&a[0].bytes, 4791).expect("a well-formed ACK");
+            match parsed.transport {
+                TransportRepr::Ack(ack) => {
+                    assert_eq!(ack.flow, flow, "{what}: the ACK's flow");
+                    assert_eq!(
+                        ack.rate_hint_mbps, entry.rate_hint_mbps,
+                        "{what}: rate hint"
+                    );
+                }
+                t => panic!("{what}: not an ACK: {t:?}"),
+            }
+        }
+        // Either way the timer is done with: nothing more to wake for.
+        assert_eq!(rtl.next_timer_ns(), model.next_timer_ns(), "{what}: after");
+        assert_eq!(counters(&mut rtl), counters(&mut model), "{what}: counters");
+    }
+}
