@@ -109,6 +109,8 @@ pub fn table_sizes() -> TableSizes {
 }
 
 const RECV_INDEX_BITS: usize = TAG_BITS + RECV_BITS;
+/// Width of a packed receive-buffer entry in block RAM: valid bit, SSN, address, length.
+const RECV_RAM_BITS: usize = 1 + 32 + 64 + 32;
 const SLOT_INDEX_BITS: usize = TAG_BITS + SLOT_BITS;
 
 /// Byte `b` of the transport header as a shift from the bottom of the 384-bit vector (the
@@ -487,7 +489,9 @@ pub struct RxEngine {
     fbase_q: DFF<Bits<FLOW_BITS>>,
     rate_ram: BlockRam<32, CONN_BITS>,
     region_ram: BlockRam<160, REGION_BITS>,
-    recv_ram: BlockRam<160, RECV_INDEX_BITS>,
+    /// Posted receive buffers, packed: the valid bit, then the SSN, address and length words
+    /// (129 bits, not the table's five words: 30 block RAMs at 4096 entries instead of 36).
+    recv_ram: BlockRam<RECV_RAM_BITS, RECV_INDEX_BITS>,
     slot_ram: BlockRam<224, SLOT_INDEX_BITS>,
     meta_ram: BlockRam<160, FLOW_BITS>,
 
@@ -1066,7 +1070,10 @@ impl Logic for RxEngine {
         self.s_msg_len.next = self.slot.q.val().get_bits::<32>(96);
         self.s_done.next = self.slot.q.val().get_bits::<33>(128);
         self.rs.next = self.slot_ram.read_data.val();
-        self.rb_w.next = self.recv_ram.read_data.val();
+        self.rb_w.next =
+            bit_cast::<160, RECV_RAM_BITS>(
+                self.recv_ram.read_data.val() & 1_u64.to_bits::<RECV_RAM_BITS>(),
+            ) | (bit_cast::<160, 128>(self.recv_ram.read_data.val().get_bits::<128>(1)) << 32_u64);
         self.rs_rd_q.d.next = self.rs.val();
         self.rb_rd_q.d.next = self.rb_w.val();
         self.rg.next = self.region_ram.read_data.val();
@@ -1381,8 +1388,8 @@ impl Logic for RxEngine {
             // TblDone; TblStart loaded `recv_idx` with the command's index.
             self.recv_ram.write_enable.next = true;
             self.recv_ram.write_data.next =
-                (bit_cast::<160, 32>(self.tw.val().get_bits::<32>(0) & 1_u64))
-                    | (bit_cast::<160, 128>(self.tw.val().get_bits::<128>(32)) << 32_u64);
+                bit_cast::<RECV_RAM_BITS, 32>(self.tw.val().get_bits::<32>(0) & 1_u64)
+                    | (bit_cast::<RECV_RAM_BITS, 128>(self.tw.val().get_bits::<128>(32)) << 1_u64);
         }
 
         self.timer_armed.next = self.armed_count.q.val() != 0_u64;
@@ -1953,8 +1960,9 @@ impl Logic for RxEngine {
                             {
                                 // The Send consumed its receive buffer.
                                 self.recv_ram.write_enable.next = true;
-                                self.recv_ram.write_data.next =
-                                    self.rb.q.val() & !1_u64.to_bits::<160>();
+                                self.recv_ram.write_data.next = bit_cast::<RECV_RAM_BITS, 128>(
+                                    self.rb.q.val().get_bits::<128>(32),
+                                ) << 1_u64;
                             }
                             self.cnt_valid.next = true;
                             self.cnt_index.next = self.k.c_completions.val();
