@@ -24,6 +24,8 @@
 //!   the next is generated. `m_tdest` is the port of the context of the beat on offer, so
 //!   every beat of a frame carries the same one. The ICRC lanes are filled at the output from
 //!   the context's CRC, which is final before any beat holding them can be offered (below).
+//!   The finished beat (data, keep, last, port) then goes through a register slice
+//!   ([`SkidBuffer`]) to the MAC, so that `m_tready` drives no logic but the slice's.
 //!
 //! Back-pressure: generation stops when the buffer is full or a needed payload beat is
 //! missing; the output follows AXI4-Stream rules (a beat, once offered, stays until taken).
@@ -32,9 +34,13 @@
 use crate::crc::{Crc32Full, Crc32Tail};
 use crate::rx_engine::PORT_BITS;
 use crate::rx_parse::{CRC_AFTER_LRH, stream_mask};
+use crate::skid::SkidBuffer;
 use ferroce_proto::model::TX_TTL;
 use ferroce_proto::wire::{bth, ethernet, ip};
 use rust_hdl::prelude::*;
+
+/// An output beat in the register slice: data, keep, last and the port.
+const OUT_BEAT_BITS: usize = 64 + 8 + 1 + PORT_BITS;
 
 /// The TX frame builder.
 #[derive(LogicBlock)]
@@ -162,7 +168,10 @@ pub struct TxFrameBuilder {
     nx_vtotal: DFF<Bits<17>>,
     nx_vlan: DFF<Bit>,
     nx_v6: DFF<Bit>,
-    nx_plen: DFF<Bits<16>>,
+    // Header and payload bytes, and the lanes of the first beat that each range covers.
+    nx_pleft: DFF<Bits<16>>,
+    nx_h_lanes: DFF<Bits<8>>,
+    nx_p_lanes: DFF<Bits<8>>,
     nx_port: DFF<Bits<PORT_BITS>>,
 
     // The frame being generated.
@@ -177,6 +186,11 @@ pub struct TxFrameBuilder {
     // and flat logic, not from a subtraction and a compare behind the beat counter.
     h_left: DFF<Bits<16>>,
     p_left: DFF<Bits<16>>,
+    // The lanes of beat k below `hlen` and below `hlen + plen` (a prefix each), registered
+    // beside `h_left` and `p_left`: decided from their old values one step ahead, so that
+    // the beat's masks leave flip-flops.
+    h_lanes: DFF<Bits<8>>,
+    p_lanes: DFF<Bits<8>>,
     hbeat: DFF<Bits<13>>,
     rsh: DFF<Bits<3>>,
     nbeats: DFF<Bits<13>>,
@@ -241,6 +255,10 @@ pub struct TxFrameBuilder {
     d3_par: DFF<Bit>,
     crc_full: Crc32Full,
     crc_tail: Crc32Tail,
+    // The output register slice: the last buffer stage moves on when the slice has room (a
+    // flip-flop), so the MAC's `tready` reaches only the slice and not the buffer moves, the
+    // generator's push and the next frame's 1,024-bit loads behind them.
+    out_slice: SkidBuffer<Bits<OUT_BEAT_BITS>>,
 
     load: Signal<Local, Bit>,
     nx_free: Signal<Local, Bit>,
@@ -262,8 +280,7 @@ pub struct TxFrameBuilder {
     hdr_next: Signal<Local, Bits<64>>,
     pay_beat: Signal<Local, Bits<64>>,
     shift_r: Signal<Local, Bits<3>>,
-    h_lanes: Signal<Local, Bits<8>>,
-    p_lanes: Signal<Local, Bits<8>>,
+    a_pleft: Signal<Local, Bits<16>>,
     h_mask: Signal<Local, Bits<64>>,
     p_mask: Signal<Local, Bits<64>>,
     lane: Signal<Local, Bits<64>>,
@@ -396,7 +413,9 @@ impl Default for TxFrameBuilder {
             nx_vtotal: Default::default(),
             nx_vlan: Default::default(),
             nx_v6: Default::default(),
-            nx_plen: Default::default(),
+            nx_pleft: Default::default(),
+            nx_h_lanes: Default::default(),
+            nx_p_lanes: Default::default(),
             nx_port: Default::default(),
             g_valid: Default::default(),
             g_par: Default::default(),
@@ -404,6 +423,8 @@ impl Default for TxFrameBuilder {
             hdr_beat: Default::default(),
             h_left: Default::default(),
             p_left: Default::default(),
+            h_lanes: Default::default(),
+            p_lanes: Default::default(),
             hbeat: Default::default(),
             rsh: Default::default(),
             nbeats: Default::default(),
@@ -455,6 +476,7 @@ impl Default for TxFrameBuilder {
             d3_k: Default::default(),
             d3_par: Default::default(),
             crc_full: Default::default(),
+            out_slice: Default::default(),
             crc_tail: Default::default(),
             load: Default::default(),
             nx_free: Default::default(),
@@ -476,8 +498,7 @@ impl Default for TxFrameBuilder {
             hdr_next: Default::default(),
             pay_beat: Default::default(),
             shift_r: Default::default(),
-            h_lanes: Default::default(),
-            p_lanes: Default::default(),
+            a_pleft: Default::default(),
             h_mask: Default::default(),
             p_mask: Default::default(),
             lane: Default::default(),
@@ -562,7 +583,9 @@ impl Logic for TxFrameBuilder {
             nx_vtotal,
             nx_vlan,
             nx_v6,
-            nx_plen,
+            nx_pleft,
+            nx_h_lanes,
+            nx_p_lanes,
             nx_port,
             g_valid,
             g_par,
@@ -570,6 +593,8 @@ impl Logic for TxFrameBuilder {
             hdr_beat,
             h_left,
             p_left,
+            h_lanes,
+            p_lanes,
             hbeat,
             rsh,
             nbeats,
@@ -779,22 +804,14 @@ impl Logic for TxFrameBuilder {
                 >> (bits::<7>(64) - (bit_cast::<7, 3>(self.shift_r.val()) << 3_u64)));
         // Lane i holds byte 8k + i: header below `hlen`, payload below `hlen + plen`. Each
         // range's lanes are a prefix of the beat: all eight while 8 or more bytes are left,
-        // else the lanes below the count left.
-        self.h_lanes.next = !(bits::<8>(0xFF) << self.h_left.q.val().get_bits::<3>(0));
-        if self.h_left.q.val().get_bits::<13>(3) != 0_u64 {
-            self.h_lanes.next = 0xFF.into();
-        }
-        self.p_lanes.next = !(bits::<8>(0xFF) << self.p_left.q.val().get_bits::<3>(0));
-        if self.p_left.q.val().get_bits::<13>(3) != 0_u64 {
-            self.p_lanes.next = 0xFF.into();
-        }
+        // else the lanes below the count left (`h_lanes`, `p_lanes`, registered).
         self.h_mask.next = 0.into();
         self.p_mask.next = 0.into();
         for i in 0_usize..8 {
-            if self.h_lanes.val().get_bit(i) {
+            if self.h_lanes.q.val().get_bit(i) {
                 self.h_mask.next = self.h_mask.val() | (bits::<64>(0xFF) << (8 * i).to_bits::<6>());
             }
-            if self.p_lanes.val().get_bit(i) {
+            if self.p_lanes.q.val().get_bit(i) {
                 self.p_mask.next = self.p_mask.val() | (bits::<64>(0xFF) << (8 * i).to_bits::<6>());
             }
         }
@@ -825,7 +842,7 @@ impl Logic for TxFrameBuilder {
             self.o_port.next = self.o0_port.q.val();
         }
         self.pay_ok.next = !self.need_pay.val() | self.s_pay_tvalid.val();
-        self.take3.next = self.d3_valid.q.val() & self.m_tready.val();
+        self.take3.next = self.d3_valid.q.val() & self.out_slice.in_ready.val();
         self.free3.next = !self.d3_valid.q.val() | self.take3.val();
         self.mv23.next = self.d2_valid.q.val() & self.free3.val();
         self.free2.next = !self.d2_valid.q.val() | self.mv23.val();
@@ -836,6 +853,7 @@ impl Logic for TxFrameBuilder {
         self.s_pay_tready.next = self.need_pay.val() & self.free1.val();
         self.last3.next = self.d3_k.q.val() + 1_u64 == self.o_nbeats.val();
 
+        self.a_pleft.next = self.hl.val() + self.r_plen.q.val();
         // ---- The next frame: loaded when the generator is free (or finishing its last beat)
         // and the output context of its parity has drained; assembled when `nx` is free.
         if self.g_par.q.val() {
@@ -871,7 +889,15 @@ impl Logic for TxFrameBuilder {
             }
             self.nx_vlan.d.next = self.r_vlan.q.val();
             self.nx_v6.d.next = self.r_v6.q.val();
-            self.nx_plen.d.next = self.r_plen.q.val();
+            self.nx_pleft.d.next = self.a_pleft.val();
+            self.nx_h_lanes.d.next = !(bits::<8>(0xFF) << self.hl.val().get_bits::<3>(0));
+            if self.hl.val().get_bits::<13>(3) != 0_u64 {
+                self.nx_h_lanes.d.next = 0xFF.into();
+            }
+            self.nx_p_lanes.d.next = !(bits::<8>(0xFF) << self.a_pleft.val().get_bits::<3>(0));
+            if self.a_pleft.val().get_bits::<13>(3) != 0_u64 {
+                self.nx_p_lanes.d.next = 0xFF.into();
+            }
             self.nx_port.d.next = self.r_port.q.val();
         } else if self.load.val() {
             self.nx_valid.d.next = false;
@@ -1015,6 +1041,20 @@ impl Logic for TxFrameBuilder {
             if self.p_left.q.val().get_bits::<13>(3) != 0_u64 {
                 self.p_left.d.next = self.p_left.q.val() - 8_u64;
             }
+            // The next beat's lanes: all while 16 or more bytes are left, the count's low
+            // bits' prefix from 8 to 15, none below 8.
+            self.h_lanes.d.next = 0.into();
+            if self.h_left.q.val().get_bits::<12>(4) != 0_u64 {
+                self.h_lanes.d.next = 0xFF.into();
+            } else if self.h_left.q.val().get_bit(3) {
+                self.h_lanes.d.next = !(bits::<8>(0xFF) << self.h_left.q.val().get_bits::<3>(0));
+            }
+            self.p_lanes.d.next = 0.into();
+            if self.p_left.q.val().get_bits::<12>(4) != 0_u64 {
+                self.p_lanes.d.next = 0xFF.into();
+            } else if self.p_left.q.val().get_bit(3) {
+                self.p_lanes.d.next = !(bits::<8>(0xFF) << self.p_left.q.val().get_bits::<3>(0));
+            }
             self.k_ge_hbeat.d.next = self.k.q.val() + 1_u64 >= self.hbeat.q.val();
             self.at_last.d.next = self.k.q.val() + 2_u64 == self.nbeats.q.val();
         }
@@ -1036,7 +1076,9 @@ impl Logic for TxFrameBuilder {
             self.hdr.d.next = self.nx_hdr.q.val();
             self.hdr_beat.d.next = self.nx_hdr.q.val().get_bits::<64>(960);
             self.h_left.d.next = self.nx_hlen.q.val();
-            self.p_left.d.next = self.nx_hlen.q.val() + self.nx_plen.q.val();
+            self.p_left.d.next = self.nx_pleft.q.val();
+            self.h_lanes.d.next = self.nx_h_lanes.q.val();
+            self.p_lanes.d.next = self.nx_p_lanes.q.val();
             self.hbeat.d.next = self.nx_hbeat.q.val();
             self.rsh.d.next = self.nx_rsh.q.val();
             self.nbeats.d.next = self.nx_nbeats.q.val();
@@ -1105,17 +1147,27 @@ impl Logic for TxFrameBuilder {
                     ) << (8 * i).to_bits::<6>());
             }
         }
-        self.m_tvalid.next = self.d3_valid.q.val();
-        self.m_tdata.next = self.out_data.val();
-        self.m_tkeep.next = self.out_keep.val();
-        self.m_tlast.next = self.d3_valid.q.val() & self.last3.val();
-        self.m_tdest.next = self.o_port.val();
+        self.out_slice.clock.next = self.clock.val();
+        self.out_slice.reset.next = self.reset.val();
+        self.out_slice.in_valid.next = self.d3_valid.q.val();
+        self.out_slice.in_data.next = bit_cast::<OUT_BEAT_BITS, 64>(self.out_data.val())
+            | (bit_cast::<OUT_BEAT_BITS, 8>(self.out_keep.val()) << 64_u64)
+            | (bit_cast::<OUT_BEAT_BITS, 1>(self.last3.val().into()) << 72_u64)
+            | (bit_cast::<OUT_BEAT_BITS, PORT_BITS>(self.o_port.val()) << 73_u64);
+        self.out_slice.out_ready.next = self.m_tready.val();
+        self.m_tvalid.next = self.out_slice.out_valid.val();
+        self.m_tdata.next = self.out_slice.out_data.val().get_bits::<64>(0);
+        self.m_tkeep.next = self.out_slice.out_data.val().get_bits::<8>(64);
+        self.m_tlast.next =
+            self.out_slice.out_valid.val() & self.out_slice.out_data.val().get_bit(72);
+        self.m_tdest.next = self.out_slice.out_data.val().get_bits::<PORT_BITS>(73);
         self.busy.next = self.r_valid.q.val()
             | self.nx_valid.q.val()
             | self.g_valid.q.val()
             | self.fl_pend.q.val()
             | self.vp_go.q.val()
             | self.o0_live.q.val()
-            | self.o1_live.q.val();
+            | self.o1_live.q.val()
+            | self.out_slice.holding.val();
     }
 }
