@@ -168,10 +168,8 @@ pub struct TxFrameBuilder {
     nx_vtotal: DFF<Bits<17>>,
     nx_vlan: DFF<Bit>,
     nx_v6: DFF<Bit>,
-    // Header and payload bytes, and the lanes of the first beat that each range covers.
+    // Header and payload bytes.
     nx_pleft: DFF<Bits<16>>,
-    nx_h_lanes: DFF<Bits<8>>,
-    nx_p_lanes: DFF<Bits<8>>,
     nx_port: DFF<Bits<PORT_BITS>>,
 
     // The frame being generated.
@@ -414,8 +412,6 @@ impl Default for TxFrameBuilder {
             nx_vlan: Default::default(),
             nx_v6: Default::default(),
             nx_pleft: Default::default(),
-            nx_h_lanes: Default::default(),
-            nx_p_lanes: Default::default(),
             nx_port: Default::default(),
             g_valid: Default::default(),
             g_par: Default::default(),
@@ -584,8 +580,6 @@ impl Logic for TxFrameBuilder {
             nx_vlan,
             nx_v6,
             nx_pleft,
-            nx_h_lanes,
-            nx_p_lanes,
             nx_port,
             g_valid,
             g_par,
@@ -890,14 +884,6 @@ impl Logic for TxFrameBuilder {
             self.nx_vlan.d.next = self.r_vlan.q.val();
             self.nx_v6.d.next = self.r_v6.q.val();
             self.nx_pleft.d.next = self.a_pleft.val();
-            self.nx_h_lanes.d.next = !(bits::<8>(0xFF) << self.hl.val().get_bits::<3>(0));
-            if self.hl.val().get_bits::<13>(3) != 0_u64 {
-                self.nx_h_lanes.d.next = 0xFF.into();
-            }
-            self.nx_p_lanes.d.next = !(bits::<8>(0xFF) << self.a_pleft.val().get_bits::<3>(0));
-            if self.a_pleft.val().get_bits::<13>(3) != 0_u64 {
-                self.nx_p_lanes.d.next = 0xFF.into();
-            }
             self.nx_port.d.next = self.r_port.q.val();
         } else if self.load.val() {
             self.nx_valid.d.next = false;
@@ -1077,8 +1063,10 @@ impl Logic for TxFrameBuilder {
             self.hdr_beat.d.next = self.nx_hdr.q.val().get_bits::<64>(960);
             self.h_left.d.next = self.nx_hlen.q.val();
             self.p_left.d.next = self.nx_pleft.q.val();
-            self.h_lanes.d.next = self.nx_h_lanes.q.val();
-            self.p_lanes.d.next = self.nx_p_lanes.q.val();
+            // Beat 0 is header in every lane: a header has at least 54 bytes (Ethernet, IPv4,
+            // UDP, BTH).
+            self.h_lanes.d.next = 0xFF.into();
+            self.p_lanes.d.next = 0xFF.into();
             self.hbeat.d.next = self.nx_hbeat.q.val();
             self.rsh.d.next = self.nx_rsh.q.val();
             self.nbeats.d.next = self.nx_nbeats.q.val();
