@@ -19,7 +19,7 @@
 //!   context. A frame's last step (its final bytes, from a flush register) runs in the cycle
 //!   after its last beat, while the next frame's first two beats (which carry no ICRC bytes) are
 //!   generated, so the two frames never need the CRC step in the same cycle;
-//! - output: a three-stage elastic buffer. Each beat carries its frame's parity; two output
+//! - output: a four-stage elastic buffer. Each beat carries its frame's parity; two output
 //!   contexts (frame length, beat count, ICRC, MAC port) by parity let one frame drain while
 //!   the next is generated. `m_tdest` is the port of the context of the beat on offer, so
 //!   every beat of a frame carries the same one. The ICRC lanes are filled at the output from
@@ -251,6 +251,15 @@ pub struct TxFrameBuilder {
     d3_data: DFF<Bits<64>>,
     d3_k: DFF<Bits<13>>,
     d3_par: DFF<Bit>,
+    d4_valid: DFF<Bit>,
+    d4_data: DFF<Bits<64>>,
+    d4_k: DFF<Bits<13>>,
+    d4_par: DFF<Bit>,
+    // A CRC step's result on its way to the output context, registered so that the tail
+    // step's XOR trees and select end at a flip-flop, not at both contexts' inputs.
+    st_go: DFF<Bit>,
+    st_par: DFF<Bit>,
+    st_crc: DFF<Bits<32>>,
     crc_full: Crc32Full,
     crc_tail: Crc32Tail,
     // The output register slice: the last buffer stage moves on when the slice has room (a
@@ -264,7 +273,9 @@ pub struct TxFrameBuilder {
     o_free: Signal<Local, Bit>,
     cksum: Signal<Local, Bits<16>>,
     pay_ok: Signal<Local, Bit>,
-    take3: Signal<Local, Bit>,
+    take4: Signal<Local, Bit>,
+    free4: Signal<Local, Bit>,
+    mv34: Signal<Local, Bit>,
     free3: Signal<Local, Bit>,
     mv23: Signal<Local, Bit>,
     free2: Signal<Local, Bit>,
@@ -313,7 +324,7 @@ pub struct TxFrameBuilder {
     o_nbeats: Signal<Local, Bits<13>>,
     o_crc: Signal<Local, Bits<32>>,
     o_port: Signal<Local, Bits<PORT_BITS>>,
-    last3: Signal<Local, Bit>,
+    last4: Signal<Local, Bit>,
     icrc: Signal<Local, Bits<32>>,
     out_data: Signal<Local, Bits<64>>,
     out_keep: Signal<Local, Bits<8>>,
@@ -471,6 +482,13 @@ impl Default for TxFrameBuilder {
             d3_data: Default::default(),
             d3_k: Default::default(),
             d3_par: Default::default(),
+            d4_valid: Default::default(),
+            d4_data: Default::default(),
+            d4_k: Default::default(),
+            d4_par: Default::default(),
+            st_go: Default::default(),
+            st_par: Default::default(),
+            st_crc: Default::default(),
             crc_full: Default::default(),
             out_slice: Default::default(),
             crc_tail: Default::default(),
@@ -480,7 +498,9 @@ impl Default for TxFrameBuilder {
             o_free: Default::default(),
             cksum: Default::default(),
             pay_ok: Default::default(),
-            take3: Default::default(),
+            take4: Default::default(),
+            free4: Default::default(),
+            mv34: Default::default(),
             free3: Default::default(),
             mv23: Default::default(),
             free2: Default::default(),
@@ -529,7 +549,7 @@ impl Default for TxFrameBuilder {
             o_nbeats: Default::default(),
             o_crc: Default::default(),
             o_port: Default::default(),
-            last3: Default::default(),
+            last4: Default::default(),
             icrc: Default::default(),
             out_data: Default::default(),
             out_keep: Default::default(),
@@ -638,7 +658,14 @@ impl Logic for TxFrameBuilder {
             d3_valid,
             d3_data,
             d3_k,
-            d3_par
+            d3_par,
+            d4_valid,
+            d4_data,
+            d4_k,
+            d4_par,
+            st_go,
+            st_par,
+            st_crc
         );
         self.s_pay_tready.next = false;
 
@@ -814,8 +841,9 @@ impl Logic for TxFrameBuilder {
 
         // ---- Output buffer: each stage moves on when the next one is free. A beat holding
         // ICRC lanes needs no hold for its frame's CRC, which is final in time:
-        // - a step's result reaches the output context two cycles after the push of its beat
-        //   (the flush: three), and a beat pushed at cycle P is offered at P + 3 at the
+        // - a step's result reaches the output context three cycles after the push of its
+        //   beat (the flush: four; the result is registered on its way, `st_*`), and a beat
+        //   pushed at cycle P reaches the ICRC fill (the last stage) at P + 4 at the
         //   earliest;
         // - the frame's last CRC byte lies in the beat before the ICRC's last byte or in the
         //   same beat, and the step covering it is that beat's, the next beat's, or (behind a
@@ -824,7 +852,7 @@ impl Logic for TxFrameBuilder {
         //   payload, and then that beat leaves the first stage in the cycle the last is pushed.
         // `back_to_back_frames_leave_without_a_gap` (a hold on the flush cost a cycle per frame
         // of 1 to 3 bytes modulo 8) and the byte-exact tests under back-pressure check this.
-        if self.d3_par.q.val() {
+        if self.d4_par.q.val() {
             self.o_flen.next = self.o1_flen.q.val();
             self.o_nbeats.next = self.o1_nbeats.q.val();
             self.o_crc.next = self.o1_crc.q.val();
@@ -836,8 +864,10 @@ impl Logic for TxFrameBuilder {
             self.o_port.next = self.o0_port.q.val();
         }
         self.pay_ok.next = !self.need_pay.val() | self.s_pay_tvalid.val();
-        self.take3.next = self.d3_valid.q.val() & self.out_slice.in_ready.val();
-        self.free3.next = !self.d3_valid.q.val() | self.take3.val();
+        self.take4.next = self.d4_valid.q.val() & self.out_slice.in_ready.val();
+        self.free4.next = !self.d4_valid.q.val() | self.take4.val();
+        self.mv34.next = self.d3_valid.q.val() & self.free4.val();
+        self.free3.next = !self.d3_valid.q.val() | self.mv34.val();
         self.mv23.next = self.d2_valid.q.val() & self.free3.val();
         self.free2.next = !self.d2_valid.q.val() | self.mv23.val();
         self.mv12.next = self.d1_valid.q.val() & self.free2.val();
@@ -845,7 +875,7 @@ impl Logic for TxFrameBuilder {
         self.push.next = self.running.val() & self.free1.val() & self.pay_ok.val();
         self.last_push.next = self.push.val() & self.at_last.q.val();
         self.s_pay_tready.next = self.need_pay.val() & self.free1.val();
-        self.last3.next = self.d3_k.q.val() + 1_u64 == self.o_nbeats.val();
+        self.last4.next = self.d4_k.q.val() + 1_u64 == self.o_nbeats.val();
 
         self.a_pleft.next = self.hl.val() + self.r_plen.q.val();
         // ---- The next frame: loaded when the generator is free (or finishing its last beat)
@@ -858,7 +888,10 @@ impl Logic for TxFrameBuilder {
         self.load.next = self.nx_valid.q.val()
             & (!self.g_valid.q.val() | self.last_push.val())
             & self.o_free.val();
-        self.nx_free.next = !self.nx_valid.q.val() | self.load.val();
+        // Assembled only into an empty register, not in the cycle it is loaded from: the
+        // 1,024-bit header's enable then waits for no push or load decision. Every frame has
+        // at least 8 beats (58 bytes), so the cycle this costs is hidden behind the frame being generated.
+        self.nx_free.next = !self.nx_valid.q.val();
         if self.r_valid.q.val() & !self.r_fresh.q.val() & self.nx_free.val() {
             self.r_valid.d.next = false;
             self.nx_valid.d.next = true;
@@ -967,11 +1000,14 @@ impl Logic for TxFrameBuilder {
         if self.vp_full.q.val() {
             self.crc_step.next = self.crc_full.crc_out.val();
         }
-        if self.vp_lanes.q.val().get_bit(0) {
-            if self.vp_par.q.val() {
-                self.o1_crc.d.next = self.crc_step.val();
+        self.st_go.d.next = self.vp_lanes.q.val().get_bit(0);
+        self.st_par.d.next = self.vp_par.q.val();
+        self.st_crc.d.next = self.crc_step.val();
+        if self.st_go.q.val() {
+            if self.st_par.q.val() {
+                self.o1_crc.d.next = self.st_crc.q.val();
             } else {
-                self.o0_crc.d.next = self.crc_step.val();
+                self.o0_crc.d.next = self.st_crc.q.val();
             }
         }
         if self.vp_go.q.val() & self.vp_final.q.val() {
@@ -979,15 +1015,22 @@ impl Logic for TxFrameBuilder {
         }
 
         // ---- Generator and buffer moves.
-        if self.take3.val() {
-            self.d3_valid.d.next = false;
-            if self.last3.val() {
-                if self.d3_par.q.val() {
+        if self.take4.val() {
+            self.d4_valid.d.next = false;
+            if self.last4.val() {
+                if self.d4_par.q.val() {
                     self.o1_live.d.next = false;
                 } else {
                     self.o0_live.d.next = false;
                 }
             }
+        }
+        if self.mv34.val() {
+            self.d4_valid.d.next = true;
+            self.d4_data.d.next = self.d3_data.q.val();
+            self.d4_k.d.next = self.d3_k.q.val();
+            self.d4_par.d.next = self.d3_par.q.val();
+            self.d3_valid.d.next = false;
         }
         if self.mv23.val() {
             self.d3_valid.d.next = true;
@@ -1110,16 +1153,18 @@ impl Logic for TxFrameBuilder {
             self.d1_valid.d.next = false;
             self.d2_valid.d.next = false;
             self.d3_valid.d.next = false;
+            self.d4_valid.d.next = false;
+            self.st_go.d.next = false;
         }
 
         // ---- Output: the oldest beat with its frame's ICRC written into its lanes.
         self.icrc.next = !self.o_crc.val();
         self.icrc_at.next = self.o_flen.val() - 4_u64;
-        self.out_data.next = self.d3_data.q.val();
+        self.out_data.next = self.d4_data.q.val();
         self.out_keep.next = 0.into();
         for i in 0_usize..8 {
             self.byte_index.next =
-                (bit_cast::<16, 13>(self.d3_k.q.val()) << 3_u64) + i.to_bits::<16>();
+                (bit_cast::<16, 13>(self.d4_k.q.val()) << 3_u64) + i.to_bits::<16>();
             if self.byte_index.val() < self.o_flen.val() {
                 self.out_keep.next = self.out_keep.val().replace_bit(i, true);
             }
@@ -1137,10 +1182,10 @@ impl Logic for TxFrameBuilder {
         }
         self.out_slice.clock.next = self.clock.val();
         self.out_slice.reset.next = self.reset.val();
-        self.out_slice.in_valid.next = self.d3_valid.q.val();
+        self.out_slice.in_valid.next = self.d4_valid.q.val();
         self.out_slice.in_data.next = bit_cast::<OUT_BEAT_BITS, 64>(self.out_data.val())
             | (bit_cast::<OUT_BEAT_BITS, 8>(self.out_keep.val()) << 64_u64)
-            | (bit_cast::<OUT_BEAT_BITS, 1>(self.last3.val().into()) << 72_u64)
+            | (bit_cast::<OUT_BEAT_BITS, 1>(self.last4.val().into()) << 72_u64)
             | (bit_cast::<OUT_BEAT_BITS, PORT_BITS>(self.o_port.val()) << 73_u64);
         self.out_slice.out_ready.next = self.m_tready.val();
         self.m_tvalid.next = self.out_slice.out_valid.val();
