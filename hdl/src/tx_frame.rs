@@ -289,7 +289,6 @@ pub struct TxFrameBuilder {
     hdr_next: Signal<Local, Bits<64>>,
     pay_beat: Signal<Local, Bits<64>>,
     shift_r: Signal<Local, Bits<3>>,
-    a_pleft: Signal<Local, Bits<16>>,
     h_mask: Signal<Local, Bits<64>>,
     p_mask: Signal<Local, Bits<64>>,
     lane: Signal<Local, Bits<64>>,
@@ -490,8 +489,8 @@ impl Default for TxFrameBuilder {
             st_par: Default::default(),
             st_crc: Default::default(),
             crc_full: Default::default(),
-            out_slice: Default::default(),
             crc_tail: Default::default(),
+            out_slice: Default::default(),
             load: Default::default(),
             nx_free: Default::default(),
             last_push: Default::default(),
@@ -514,7 +513,6 @@ impl Default for TxFrameBuilder {
             hdr_next: Default::default(),
             pay_beat: Default::default(),
             shift_r: Default::default(),
-            a_pleft: Default::default(),
             h_mask: Default::default(),
             p_mask: Default::default(),
             lane: Default::default(),
@@ -877,7 +875,6 @@ impl Logic for TxFrameBuilder {
         self.s_pay_tready.next = self.need_pay.val() & self.free1.val();
         self.last4.next = self.d4_k.q.val() + 1_u64 == self.o_nbeats.val();
 
-        self.a_pleft.next = self.hl.val() + self.r_plen.q.val();
         // ---- The next frame: loaded when the generator is free (or finishing its last beat)
         // and the output context of its parity has drained; assembled when `nx` is free.
         if self.g_par.q.val() {
@@ -890,7 +887,8 @@ impl Logic for TxFrameBuilder {
             & self.o_free.val();
         // Assembled only into an empty register, not in the cycle it is loaded from: the
         // 1,024-bit header's enable then waits for no push or load decision. Every frame has
-        // at least 8 beats (58 bytes), so the cycle this costs is hidden behind the frame being generated.
+        // at least 8 beats (58 bytes), so the cycle this costs is hidden behind the frame
+        // being generated.
         self.nx_free.next = !self.nx_valid.q.val();
         if self.r_valid.q.val() & !self.r_fresh.q.val() & self.nx_free.val() {
             self.r_valid.d.next = false;
@@ -916,7 +914,7 @@ impl Logic for TxFrameBuilder {
             }
             self.nx_vlan.d.next = self.r_vlan.q.val();
             self.nx_v6.d.next = self.r_v6.q.val();
-            self.nx_pleft.d.next = self.a_pleft.val();
+            self.nx_pleft.d.next = self.hl.val() + self.r_plen.q.val();
             self.nx_port.d.next = self.r_port.q.val();
         } else if self.load.val() {
             self.nx_valid.d.next = false;
