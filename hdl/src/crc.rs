@@ -156,9 +156,10 @@ pub struct Crc32Tail {
     pub crc_out: Signal<Out, Bits<32>>,
     /// Rows of the `n`-lane step at `(n - 1) * 32 + i`.
     rows: [Constant<Bits<64>>; 224],
-    prefix: [Constant<Bits<8>>; 8],
     x: Signal<Local, Bits<64>>,
-    acc: Signal<Local, Bits<32>>,
+    /// The `n`-lane step's state at `n - 1`, zero unless the mask has exactly `n` lanes;
+    /// index 7 is the pass-through (no lanes or all eight).
+    part: [Signal<Local, Bits<32>>; 8],
 }
 
 impl Default for Crc32Tail {
@@ -170,9 +171,8 @@ impl Default for Crc32Tail {
             lanes: Default::default(),
             crc_out: Default::default(),
             rows: core::array::from_fn(|k| Constant::new(all[k].to_bits())),
-            prefix: core::array::from_fn(|n| Constant::new(u64::from(lane_prefix(n)).to_bits())),
             x: Default::default(),
-            acc: Default::default(),
+            part: Default::default(),
         }
     }
 }
@@ -180,20 +180,35 @@ impl Default for Crc32Tail {
 impl Logic for Crc32Tail {
     #[hdl_gen]
     fn update(&mut self) {
-        self.crc_out.next = self.crc_in.val();
+        // One term per lane count, each zero unless selected, then ORed: the counts exclude
+        // each other, and a chain of overriding `if`s would put seven muxes in a row behind
+        // the matrices. A prefix mask has exactly `n` lanes when lane `n - 1` is set and lane
+        // `n` is not, one LUT for each select instead of an 8-bit compare.
         self.x.next = self.data.val() ^ bit_cast::<64, 32>(self.crc_in.val());
-        self.acc.next = 0.into();
         for n in 1_usize..8 {
-            if self.lanes.val() == self.prefix[n].val() {
+            self.part[n - 1].next = 0.into();
+            if self.lanes.val().get_bit(n - 1) & !self.lanes.val().get_bit(n) {
                 for i in 0_usize..32 {
-                    self.acc.next = self
-                        .acc
+                    self.part[n - 1].next = self.part[n - 1]
                         .val()
                         .replace_bit(i, (self.x.val() & self.rows[(n - 1) * 32 + i].val()).xor());
                 }
-                self.crc_out.next = self.acc.val() ^ (self.crc_in.val() >> (8 * n).to_bits::<6>());
+                self.part[n - 1].next =
+                    self.part[n - 1].val() ^ (self.crc_in.val() >> (8 * n).to_bits::<6>());
             }
         }
+        self.part[7].next = 0.into();
+        if !self.lanes.val().get_bit(0) | self.lanes.val().get_bit(7) {
+            self.part[7].next = self.crc_in.val();
+        }
+        self.crc_out.next = self.part[0].val()
+            | self.part[1].val()
+            | self.part[2].val()
+            | self.part[3].val()
+            | self.part[4].val()
+            | self.part[5].val()
+            | self.part[6].val()
+            | self.part[7].val();
     }
 }
 
