@@ -678,7 +678,7 @@ pub fn run(
     match stack {
         Stack::Ferroce => {
             let cfg = opts.ferroce(planes);
-            let crcs = Arc::new(message_crcs(&sc.wl, cfg.seed));
+            let crcs = sc.wl.expected(cfg.seed, || message_crcs(&sc.wl, cfg.seed));
             let mut hosts = (0..n)
                 .map(|h| FerroceHost::new(h, n, &cfg, sc.wl.clone(), crcs.clone()))
                 .collect::<Result<Vec<_>, _>>()?;

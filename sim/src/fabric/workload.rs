@@ -9,6 +9,7 @@
 
 use super::event::Ps;
 use std::collections::VecDeque;
+use std::sync::{Arc, OnceLock};
 
 /// Window over which message source offsets vary.
 pub const SRC_SPREAD: u64 = 64 << 10;
@@ -49,6 +50,10 @@ pub struct Workload {
     pub dependents: Vec<Vec<u32>>,
     /// Per message: messages waiting for its sender-side completion (buffer reuse).
     pub reusers: Vec<Vec<u32>>,
+    /// Expected per-message values for one seed (see [`Workload::expected`]): every run of an
+    /// experiment shares its workload and seed, and computing them again for each run cost
+    /// as much as the verification itself.
+    expected: OnceLock<(u64, Arc<Vec<u32>>)>,
 }
 
 impl Workload {
@@ -63,6 +68,7 @@ impl Workload {
             dependents: vec![Vec::new(); msgs.len()],
             reusers: vec![Vec::new(); msgs.len()],
             msgs: Vec::new(),
+            expected: OnceLock::new(),
         };
         for (i, m) in msgs.iter().enumerate() {
             match m.reuse.filter(|&r| (r as usize) < i) {
@@ -88,6 +94,21 @@ impl Workload {
         }
         w.msgs = msgs;
         w
+    }
+
+    /// Per-message values derived from the messages and `seed` alone (the expected CRC-32s),
+    /// computed by `compute` once and shared by every run that asks with the same seed. The
+    /// messages must not change after the first call (workloads are shared read-only).
+    pub fn expected(&self, seed: u64, compute: impl FnOnce() -> Vec<u32>) -> Arc<Vec<u32>> {
+        if let Some((s, v)) = self.expected.get()
+            && *s == seed
+        {
+            return v.clone();
+        }
+        let v = Arc::new(compute());
+        // Another thread may have set it meanwhile: the same values, so either will do.
+        let _ = self.expected.set((seed, v.clone()));
+        v
     }
 
     /// Offset of message `m` in its sender's source buffer.
