@@ -43,8 +43,13 @@ impl Key {
 
 /// A deterministic discrete-event queue.
 pub struct EventQueue<E> {
-    /// The bucket being drained, sorted latest first (pop from the end).
+    /// The bucket being drained, sorted earliest first; `current[head..]` are still waiting.
+    /// Earliest first, because events mostly arrive in a bucket in time order and events
+    /// pushed into the bucket being drained are mostly its latest: the sort then has little to
+    /// move and an insertion lands near the end (latest first moved nearly everything).
     current: Vec<Key>,
+    /// Events of `current` before this index were taken.
+    head: usize,
     /// Index (time / [`BUCKET_PS`]) of the bucket being drained.
     now_bucket: u64,
     /// Unsorted buckets for `now_bucket + 1 .. now_bucket + BUCKETS`, by index modulo
@@ -65,6 +70,7 @@ impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
             current: Vec::new(),
+            head: 0,
             now_bucket: 0,
             wheel: (0..BUCKETS).map(|_| Vec::new()).collect(),
             occupied: vec![0; BUCKETS / 64],
@@ -104,8 +110,8 @@ impl<E> EventQueue<E> {
         let b = k.bucket();
         if b <= self.now_bucket {
             // Due in the bucket being drained (or, if scheduled in the past, before anything
-            // else left): keep it sorted, latest first.
-            let pos = self.current.partition_point(|x| *x > k);
+            // else left): keep it sorted among the events still waiting.
+            let pos = self.head + self.current[self.head..].partition_point(|x| *x < k);
             self.current.insert(pos, k);
         } else if b - self.now_bucket < BUCKETS as u64 {
             let i = (b as usize) & (BUCKETS - 1);
@@ -118,9 +124,11 @@ impl<E> EventQueue<E> {
 
     /// Turns the wheel to the next non-empty bucket, if the current one is drained.
     fn refill(&mut self) {
-        if !self.current.is_empty() || self.len == 0 {
+        if self.head < self.current.len() || self.len == 0 {
             return;
         }
+        self.current.clear();
+        self.head = 0;
         let next = self.next_occupied().or_else(|| {
             // The wheel is empty: jump to the earliest far event.
             self.far.peek().map(|Reverse(k)| k.bucket())
@@ -138,7 +146,7 @@ impl<E> EventQueue<E> {
             self.far.pop();
             self.place(k);
         }
-        self.current.sort_unstable_by(|a, b| b.cmp(a));
+        self.current.sort_unstable();
     }
 
     /// Index of the first non-empty wheel bucket after the current one.
@@ -169,13 +177,14 @@ impl<E> EventQueue<E> {
     /// Time of the earliest event.
     pub fn peek_time(&mut self) -> Option<Ps> {
         self.refill();
-        self.current.last().map(|k| k.at)
+        self.current.get(self.head).map(|k| k.at)
     }
 
     /// Takes the earliest event.
     pub fn pop(&mut self) -> Option<(Ps, E)> {
         self.refill();
-        let k = self.current.pop()?;
+        let k = *self.current.get(self.head)?;
+        self.head += 1;
         self.len -= 1;
         self.free.push(k.slot);
         let ev = self.slab[k.slot as usize].take()?;
