@@ -26,7 +26,7 @@ commands:
                 and LUT / FF / block-RAM use. --flows / --tags: table sizes (powers of two;
                 default 1024 flows, 256 Tag contexts); --ports: MAC ports, 1 to 8 (default 8). --no-route: stop after placement and
                 print nextpnr's estimate. --placer: heap by default, static for the whole core
-                (the only placement it routes from, in about 80 minutes).
+                (the only placement it has routed from; not finished since session 17).
                 --seed: nextpnr's seed, or several (`--seed 1,2,3`): one synthesis, one
                 placement and route per seed, a row per seed and their mean
                 --timing-weight: the heap placer's timing weight (nextpnr's default unless told)
@@ -385,7 +385,7 @@ fn synth(args: &[String]) -> Result {
         let json = dir.join(format!("{name}.json"));
         // One-hot state machines for the blocks, binary (as rust-hdl writes them) for the whole
         // core unless told: router1 did not converge on the one-hot core in 2 hours
-        // (docs/rtl.md, session 17), and routes the binary one in about 80 minutes.
+        // (docs/rtl.md, session 17); the binary one routed in 77-128 minutes up to session 16.
         let fsm = if one_hot.unwrap_or(name != "nic") {
             format!("script {}/fsm.ys; ", dir.display())
         } else {
