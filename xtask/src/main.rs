@@ -212,6 +212,20 @@ fn critical_path(log: &str) -> Option<String> {
     Some(format!("{from} → {to} ({delays})"))
 }
 
+/// The clock target of a constraint file: the MHz of its `FREQUENCY PORT "clk" N MHZ` line.
+fn lpf_frequency_mhz(lpf: &str) -> Option<i64> {
+    lpf.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("FREQUENCY PORT"))
+        .find_map(|l| {
+            let words: Vec<&str> = l.trim_end_matches(';').split_whitespace().collect();
+            match words[..] {
+                [.., n, unit] if unit.eq_ignore_ascii_case("MHZ") => n.parse().ok(),
+                _ => None,
+            }
+        })
+}
+
 /// About how many timing endpoints of `log` have a path longer than `over_ps`, from the last
 /// slack histogram nextpnr printed (slack against a clock period of `period_ps`). A bar of
 /// `*` counts the legend's number of endpoints per `*`, and a trailing `+` (fewer than one
@@ -378,7 +392,13 @@ fn synth(args: &[String]) -> Result {
         None if name == "nic" => "static",
         None => "heap",
     };
-    let target_mhz = 200;
+    // The target lives in the wrapper's constraint file, whose `FREQUENCY` line nextpnr
+    // obeys over `--freq`: read it from there rather than keep a second copy.
+    let lpf = root().join("constraints/ecp5-5g-evn/synth_wrapper.lpf");
+    let target_mhz = std::fs::read_to_string(&lpf)
+        .ok()
+        .and_then(|text| lpf_frequency_mhz(&text))
+        .ok_or_else(|| format!("{}: no `FREQUENCY PORT ... MHZ` line", lpf.display()))?;
     let mut rows = Vec::new();
     let mut wire_reports = Vec::new();
     for name in &names {
@@ -412,7 +432,7 @@ fn synth(args: &[String]) -> Result {
                 .arg(&json)
                 .args(["--freq", &target_mhz.to_string(), "--timing-allow-fail"])
                 .arg("--lpf")
-                .arg(root().join("constraints/ecp5-5g-evn/synth_wrapper.lpf"))
+                .arg(&lpf)
                 .args([
                     "--seed",
                     seed,
@@ -650,7 +670,7 @@ fn run_tests(cmd: &mut Command) -> Result {
 
 #[cfg(test)]
 mod tests {
-    use super::{critical_path, slow_endpoints};
+    use super::{critical_path, lpf_frequency_mhz, slow_endpoints};
 
     const LOG: &str = "Info: Max frequency for clock 'clk': 105.13 MHz (FAIL at 200.00 MHz)
 Info: Slack histogram:
@@ -680,6 +700,16 @@ Info: Critical path report for cross-domain path '<async>' -> 'posedge $glbnet$c
 Info:     source  0.00  0.00 Source load$tr_io.O
 Info: 0.14 ns logic, 4.01 ns routing
 ";
+
+    #[test]
+    fn the_target_comes_from_the_constraint_file() {
+        let lpf = "# FREQUENCY PORT \"clk\" 1 MHZ;\nLOCATE COMP \"clk\" SITE \"A10\";\n\
+                   FREQUENCY PORT \"clk\" 200 MHZ;\n";
+        assert_eq!(lpf_frequency_mhz(lpf), Some(200));
+        assert_eq!(lpf_frequency_mhz("LOCATE COMP \"clk\" SITE \"A10\";"), None);
+        let shipped = include_str!("../../constraints/ecp5-5g-evn/synth_wrapper.lpf");
+        assert!(lpf_frequency_mhz(shipped).is_some());
+    }
 
     #[test]
     fn critical_path_names_the_registers_at_both_ends() {
