@@ -12,6 +12,14 @@
 //! eight 64-bit beats of one DMA write; a waiting event is taken up in the cycle the write before
 //! it completes, so an event costs ten cycles (request, eight beats, completion) and a completion
 //! per minimum-size packet keeps up with the line.
+//!
+//! The ring check and the slot address are computed a cycle ahead, into registers, for both
+//! tails the decision can see (the tail as it is, and one further: after a write completing in
+//! the decision's cycle or the cycle before), so the decision only picks one of two flip-flops
+//! instead of running three 32-bit carry chains. They are stale when the host moved `EVQ_HEAD`,
+//! `EVQ_BASE` or `EVQ_LOG_SIZE` in the cycle before, or the tail was reset: the writer then waits
+//! a cycle (a compare against registered copies says so). The host moves the head at most once
+//! per register write, so this costs no throughput.
 
 use crate::constants;
 use ferroce_proto::hsi::{Counter, EVENT_LEN};
@@ -23,6 +31,7 @@ constants!(
         c_overflow / k_c_overflow: 6 = Counter::EventOverflow,
         ev_len / k_ev_len: 16 = EVENT_LEN,
         beats_last / k_beats_last: 3 = EVENT_LEN / 8 - 1,
+        ones / k_ones: 32 = u32::MAX,
     }
 );
 
@@ -101,12 +110,32 @@ pub struct EventWriter {
     // With both registers full, port 1's event is the older one.
     older1: DFF<Bit>,
     tail: DFF<Bits<32>>,
+    // `tail + 1`, kept beside the tail so that its ring check needs no increment.
+    tail_next: DFF<Bits<32>>,
     beat: DFF<Bits<3>>,
     addr: DFF<Bits<64>>,
-    size: Signal<Local, Bits<33>>,
-    // The tail (and fill) the next event sees: after a write completing this cycle.
-    tail_now: Signal<Local, Bits<32>>,
-    fill: Signal<Local, Bits<32>>,
+    mask: Signal<Local, Bits<32>>,
+    fill0: Signal<Local, Bits<32>>,
+    fill1: Signal<Local, Bits<32>>,
+    // Ring full and slot address for the tail of the cycle before (`..0`) and one further
+    // (`..1`), with the head, base and size of that cycle.
+    full0: DFF<Bit>,
+    full1: DFF<Bit>,
+    slot0: DFF<Bits<64>>,
+    slot1: DFF<Bits<64>>,
+    head_q: DFF<Bits<32>>,
+    base_q: DFF<Bits<64>>,
+    log_size_q: DFF<Bits<5>>,
+    // The tail advanced at the last edge (a good write completed).
+    advanced: DFF<Bit>,
+    // The tail was reset at the last edge: the registered outcomes are not for it.
+    tail_reset: DFF<Bit>,
+    // The registered outcomes hold for this cycle's head, base, size and tail.
+    fresh: Signal<Local, Bit>,
+    // A good write completes this cycle.
+    completes: Signal<Local, Bit>,
+    // The decision's tail is one further than the tail of the cycle before.
+    use1: Signal<Local, Bit>,
     take: Signal<Local, Bit>,
     // The port whose event is taken up when `take` is set.
     take1: Signal<Local, Bit>,
@@ -118,7 +147,8 @@ impl Logic for EventWriter {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, state, ev, pend0, ev0_q, pend1, ev1_q, older1, tail, beat, addr
+            self, clock, state, ev, pend0, ev0_q, pend1, ev1_q, older1, tail, tail_next, beat,
+            addr, full0, full1, slot0, slot1, head_q, base_q, log_size_q, advanced, tail_reset
         );
         self.k.reset.next = self.reset.val();
         self.ev0_ready.next = !self.pend0.q.val() & (self.evq_log_size.val() != 0_u64);
@@ -134,7 +164,6 @@ impl Logic for EventWriter {
         self.cnt_index.next = self.k.c_overflow.val();
         self.busy.next =
             (self.state.q.val() != EvSt::Idle) | self.pend0.q.val() | self.pend1.q.val();
-        self.size.next = 1_u64.to_bits::<33>() << self.evq_log_size.val();
 
         // An input register takes its port's event whenever it is empty (its port is ready).
         self.load0.next = self.ev0_ready.val() & self.ev0_valid.val();
@@ -148,16 +177,38 @@ impl Logic for EventWriter {
             self.ev1_q.d.next = self.ev1_data.val();
         }
 
+        // Both outcomes for the next cycle's decision, from this cycle's tail, head, base and
+        // size. The size is a power of two, so `fill >= size` is a test of the bits above the
+        // mask (no carry chain), and the mask is a decoded thermometer, not `size - 1`.
+        self.mask.next = !(self.k.ones.val() << self.evq_log_size.val());
+        // 32-bit wrapping differences, as the model computes them.
+        self.fill0.next = self.tail.q.val() - self.evq_head.val();
+        self.fill1.next = self.tail_next.q.val() - self.evq_head.val();
+        self.full0.d.next = (self.fill0.val() & !self.mask.val()) != 0_u64;
+        self.full1.d.next = (self.fill1.val() & !self.mask.val()) != 0_u64;
+        self.slot0.d.next = self.evq_base.val()
+            + (bit_cast::<64, 32>(self.tail.q.val() & self.mask.val()) << 6_u64);
+        self.slot1.d.next = self.evq_base.val()
+            + (bit_cast::<64, 32>(self.tail_next.q.val() & self.mask.val()) << 6_u64);
+        self.head_q.d.next = self.evq_head.val();
+        self.base_q.d.next = self.evq_base.val();
+        self.log_size_q.d.next = self.evq_log_size.val();
+        self.fresh.next = !self.tail_reset.q.val()
+            & (self.evq_head.val() == self.head_q.q.val())
+            & (self.evq_base.val() == self.base_q.q.val())
+            & (self.evq_log_size.val() == self.log_size_q.q.val());
+
         // The waiting event is taken up when the writer is idle, or in the cycle the write
-        // before it completes without a fault.
-        self.tail_now.next = self.tail.q.val();
+        // before it completes without a fault; its tail is then one further than the tail of
+        // the cycle before (`use1`), as it is in the cycle after a completion.
+        self.completes.next =
+            (self.state.q.val() == EvSt::Wait) & self.wr_done.val() & !self.wr_error.val();
+        self.use1.next = self.advanced.q.val() | self.completes.val();
+        self.advanced.d.next = self.completes.val();
+        self.tail_reset.d.next = self.evq_reset.val() | self.reset.val();
         self.take.next = false;
-        if self.state.q.val() == EvSt::Idle {
-            self.take.next = self.pend0.q.val() | self.pend1.q.val();
-        }
-        if (self.state.q.val() == EvSt::Wait) & self.wr_done.val() & !self.wr_error.val() {
-            self.tail_now.next = self.tail.q.val() + 1_u64;
-            self.take.next = self.pend0.q.val() | self.pend1.q.val();
+        if (self.state.q.val() == EvSt::Idle) | self.completes.val() {
+            self.take.next = (self.pend0.q.val() | self.pend1.q.val()) & self.fresh.val();
         }
         self.take1.next = self.pend1.q.val() & (!self.pend0.q.val() | self.older1.q.val());
         // Which event is older matters only while both wait; a new event is younger than the
@@ -166,8 +217,6 @@ impl Logic for EventWriter {
             self.older1.d.next =
                 self.load0.val() & self.pend1.q.val() & !(self.take.val() & self.take1.val());
         }
-        // 32-bit wrapping difference, as the model computes it.
-        self.fill.next = self.tail_now.val() - self.evq_head.val();
 
         match self.state.q.val() {
             EvSt::Request => {
@@ -191,28 +240,36 @@ impl Logic for EventWriter {
                 self.cnt_valid.next = self.wr_done.val() & self.wr_error.val();
                 if self.wr_done.val() {
                     if !self.wr_error.val() {
-                        self.tail.d.next = self.tail.q.val() + 1_u64;
+                        self.tail.d.next = self.tail_next.q.val();
+                        self.tail_next.d.next = self.tail_next.q.val() + 1_u64;
                     }
                     self.state.d.next = EvSt::Idle;
                 }
             }
             _ => {}
         }
+        // Idle or waiting, the event register and the slot address hold nothing still needed,
+        // so they load the event that would be taken up in every such cycle: their wide
+        // enables then come from the state alone, not from the ring check.
+        if (self.state.q.val() == EvSt::Idle) | (self.state.q.val() == EvSt::Wait) {
+            self.ev.d.next = self.ev0_q.q.val();
+            if self.take1.val() {
+                self.ev.d.next = self.ev1_q.q.val();
+            }
+            self.beat.d.next = 0.into();
+            self.addr.d.next = self.slot0.q.val();
+            if self.use1.val() {
+                self.addr.d.next = self.slot1.q.val();
+            }
+        }
         if self.take.val() {
             // A full ring drops the event (counted); otherwise it goes to slot `tail`.
             if self.take1.val() {
                 self.pend1.d.next = false;
-                self.ev.d.next = self.ev1_q.q.val();
             } else {
                 self.pend0.d.next = false;
-                self.ev.d.next = self.ev0_q.q.val();
             }
-            self.beat.d.next = 0.into();
-            self.addr.d.next = self.evq_base.val()
-                + (bit_cast::<64, 32>(
-                    self.tail_now.val() & (self.size.val().get_bits::<32>(0) - 1_u64),
-                ) << 6_u64);
-            if bit_cast::<33, 32>(self.fill.val()) >= self.size.val() {
+            if (self.full0.q.val() & !self.use1.val()) | (self.full1.q.val() & self.use1.val()) {
                 self.cnt_valid.next = true;
                 self.state.d.next = EvSt::Idle;
             } else {
@@ -221,6 +278,7 @@ impl Logic for EventWriter {
         }
         if self.evq_reset.val() {
             self.tail.d.next = 0.into();
+            self.tail_next.d.next = 1.into();
         }
         if self.reset.val() {
             self.state.d.next = EvSt::Idle;
@@ -228,6 +286,7 @@ impl Logic for EventWriter {
             self.pend1.d.next = false;
             self.older1.d.next = false;
             self.tail.d.next = 0.into();
+            self.tail_next.d.next = 1.into();
         }
     }
 }

@@ -157,6 +157,9 @@ impl RtlEventWriter {
         };
         me.rtl.set_u64(me.p.base, base);
         me.rtl.set_u64(me.p.reset, 1);
+        // Settle with the clock low first: Verilator sees no edge on a model's first
+        // evaluation, so a reset value other than the registers' initial zero would be lost.
+        me.rtl.eval();
         me.edge();
         me.rtl.set_u64(me.p.reset, 0);
         Ok(me)
