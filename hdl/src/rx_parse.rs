@@ -202,7 +202,6 @@ pub struct RxParser {
     a_v4: DFF<Bit>,
     a_v6: DFF<Bit>,
     a_ip_total: DFF<Bits<17>>,
-    a_ip_hlen: DFF<Bits<17>>,
     a_avail: DFF<Bits<17>>,
     // The IPv4 header sum in two halves (words 0–4 and 5–9): stage B adds them.
     a_sum_lo: DFF<Bits<20>>,
@@ -267,6 +266,10 @@ pub struct RxParser {
     ip_sum: Signal<Local, Bits<20>>,
     ip_sum_ok: Signal<Local, Bit>,
     err: Signal<Local, Bits<4>>,
+    // The IP total length is below the IP header plus 24 (UDP, BTH, ICRC), 20 or 8 bytes.
+    short24: Signal<Local, Bit>,
+    short20: Signal<Local, Bit>,
+    short8: Signal<Local, Bit>,
     n_vlan: Signal<Local, Bit>,
     n_v6: Signal<Local, Bit>,
     n_end: Signal<Local, Bits<17>>,
@@ -434,7 +437,6 @@ impl Default for RxParser {
             a_v4: Default::default(),
             a_v6: Default::default(),
             a_ip_total: Default::default(),
-            a_ip_hlen: Default::default(),
             a_avail: Default::default(),
             a_sum_lo: Default::default(),
             a_sum_hi: Default::default(),
@@ -494,6 +496,9 @@ impl Default for RxParser {
             ip_sum: Default::default(),
             ip_sum_ok: Default::default(),
             err: Default::default(),
+            short24: Default::default(),
+            short20: Default::default(),
+            short8: Default::default(),
             n_vlan: Default::default(),
             n_v6: Default::default(),
             n_end: Default::default(),
@@ -571,7 +576,6 @@ impl Logic for RxParser {
             a_v4,
             a_v6,
             a_ip_total,
-            a_ip_hlen,
             a_avail,
             a_sum_lo,
             a_sum_hi,
@@ -911,7 +915,6 @@ impl Logic for RxParser {
             self.a_v4.d.next = self.is_v4.val();
             self.a_v6.d.next = self.is_v6.val();
             self.a_ip_total.d.next = self.ip_total.val();
-            self.a_ip_hlen.d.next = self.ip_hlen.val();
             self.a_avail.d.next = self.flen.val() - self.eth_len.val();
             self.a_sum_lo.d.next = self.sum_untagged_lo.val();
             self.a_sum_hi.d.next = self.sum_untagged_hi.val();
@@ -1018,6 +1021,16 @@ impl Logic for RxParser {
 
             // Checks from the last to the first: the earliest failing one is written last.
             self.err.next = 0.into();
+            // The IP header is 20 or 40 bytes by version, so "total below header + n" compares
+            // the total with a constant: no add in front of the compare.
+            self.short24.next = self.a_ip_total.q.val() < 44_u64;
+            self.short20.next = self.a_ip_total.q.val() < 40_u64;
+            self.short8.next = self.a_ip_total.q.val() < 28_u64;
+            if self.a_v6.q.val() {
+                self.short24.next = self.a_ip_total.q.val() < 64_u64;
+                self.short20.next = self.a_ip_total.q.val() < 60_u64;
+                self.short8.next = self.a_ip_total.q.val() < 48_u64;
+            }
             if !self.a_op_data.q.val() & (self.a_ip_total.q.val() != self.a_hl_th.q.val()) {
                 self.err.next = self.k_e_truncated.val();
             }
@@ -1027,7 +1040,7 @@ impl Logic for RxParser {
             if self.a_ip_total.q.val() < self.a_hl_th.q.val() {
                 self.err.next = self.k_e_truncated.val();
             }
-            if self.a_ip_total.q.val() < self.a_ip_hlen.q.val() + 24_u64 {
+            if self.short24.val() {
                 self.err.next = self.k_e_truncated.val();
             }
             if !self.a_op_known.q.val() {
@@ -1036,13 +1049,13 @@ impl Logic for RxParser {
             if self.a_bth_bad.q.val() {
                 self.err.next = self.k_e_bth.val();
             }
-            if self.a_ip_total.q.val() < self.a_ip_hlen.q.val() + 20_u64 {
+            if self.short20.val() {
                 self.err.next = self.k_e_truncated.val();
             }
             if (self.a_udp_len.q.val() != self.a_l4_len.q.val()) | self.a_dport_bad.q.val() {
                 self.err.next = self.k_e_udp.val();
             }
-            if self.a_ip_total.q.val() < self.a_ip_hlen.q.val() + 8_u64 {
+            if self.short8.val() {
                 self.err.next = self.k_e_truncated.val();
             }
             if self.a_v6.q.val() {
@@ -1120,6 +1133,9 @@ impl Logic for RxParser {
         } else {
             self.ip_sum.next = 0.into();
             self.ip_sum_ok.next = false;
+            self.short24.next = false;
+            self.short20.next = false;
+            self.short8.next = false;
             self.err.next = 0.into();
             self.crc_good.next = 0.into();
         }

@@ -78,6 +78,29 @@ fn check(i: usize, frame: &[u8], got: &ParserVerdict) -> Option<String> {
     }
 }
 
+/// Sets the IPv4 total length or the IPv6 payload length of `f` to a value up to 20 bytes
+/// beyond the IP, UDP, BTH and ICRC headers (both for IPv6: its length field counts the
+/// payload only); frames that are neither are left as they are.
+fn set_small_ip_length(f: &mut [u8], rng: &mut Rng) {
+    let l3 = if f.len() >= 14 && f[12..14] == [0x81, 0x00] {
+        18
+    } else {
+        14
+    };
+    let Some(ethertype) = f.get(l3 - 2..l3) else {
+        return;
+    };
+    let field = match ethertype {
+        [0x08, 0x00] => l3 + 2,
+        [0x86, 0xdd] => l3 + 4,
+        _ => return,
+    };
+    let value = rng.upto(84) as u16;
+    if let Some(bytes) = f.get_mut(field..field + 2) {
+        bytes.copy_from_slice(&value.to_be_bytes());
+    }
+}
+
 /// Valid frames of every type and framing, plus damaged versions of them.
 fn frames(seed: u64, count: usize) -> Vec<Vec<u8>> {
     let mut rng = Rng::new(seed);
@@ -87,7 +110,7 @@ fn frames(seed: u64, count: usize) -> Vec<Vec<u8>> {
         let net = Net::ALL[rng.upto(3) as usize];
         let max = if rng.upto(9) == 0 { 2000 } else { 64 };
         let mut f = random_frame(&mut rng, op, net, max).emit();
-        match rng.upto(9) {
+        match rng.upto(10) {
             // Intact.
             0..=3 => {}
             // One byte changed anywhere.
@@ -109,6 +132,9 @@ fn frames(seed: u64, count: usize) -> Vec<Vec<u8>> {
                 let extra = rng.upto(20) as usize;
                 f.extend(rng.bytes(extra));
             }
+            // The IP length set to a small value, around the header sizes the checks compare
+            // it with (a random byte change rarely lands there).
+            9 => set_small_ip_length(&mut f, &mut rng),
             // Noise.
             _ => {
                 let n = 1 + rng.upto(150) as usize;
