@@ -11,7 +11,7 @@
 use super::engine::{Endpoint, Outbox};
 use super::event::{PS_PER_NS, Ps};
 use super::packet::{Body, Packet, WIRE_OVERHEAD, frame_info};
-use super::workload::{App, Workload, pattern};
+use super::workload::{App, PatternGen, Workload, pattern};
 use crate::backend::{AnyNic, BackendKind};
 use ferroce::{
     AcceptOptions, Access, CmEvent, ConnId, ConnState, ConnectOptions, Context, Cq, DeviceConfig,
@@ -24,6 +24,10 @@ use ferroce_proto::wire::EthernetAddress;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
+
+/// Bytes of the source pattern generated per write into a host's source region (a multiple
+/// of [`PatternGen::STEP`], small enough to stay in the first-level cache).
+const PATTERN_PIECE: usize = 16 << 10;
 
 /// IPv4 address of host `h` (10.0.0.1 onwards).
 pub fn host_ip(h: u32) -> u32 {
@@ -197,7 +201,17 @@ impl FerroceHost {
         let src_len = wl.src_len[host as usize];
         let src = if src_len > 0 {
             let mr = ctx.reg_mr(pd, src_len, Access::NONE)?;
-            ctx.write_mr(&mr, 0, &pattern(cfg.seed, host, src_len as usize))?;
+            // Written piece by piece through a small buffer that stays in cache, instead of
+            // through a temporary as large as the region.
+            let mut source = PatternGen::new(cfg.seed, host);
+            let mut piece = vec![0u8; PATTERN_PIECE];
+            let mut at = 0;
+            while at < src_len {
+                let n = (src_len - at).min(PATTERN_PIECE as u64) as usize;
+                source.fill(&mut piece[..n]);
+                ctx.write_mr(&mr, at, &piece[..n])?;
+                at += n as u64;
+            }
             Some(mr)
         } else {
             None

@@ -211,15 +211,52 @@ impl Workload {
 
 /// The source pattern of host `h` (xorshift64).
 pub fn pattern(seed: u64, h: u32, len: usize) -> Vec<u8> {
-    let mut x = (seed ^ (h as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1;
     let mut v = vec![0u8; len];
-    for c in v.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        c.copy_from_slice(&x.to_le_bytes()[..c.len()]);
-    }
+    PatternGen::new(seed, h).fill(&mut v);
     v
+}
+
+/// [`pattern`] produced piece by piece, so that a host can write it into its registered
+/// memory without building the whole buffer first (a 16 MB source region cost a 16 MB
+/// temporary per host and run).
+#[derive(Debug, Clone)]
+pub struct PatternGen {
+    state: u64,
+}
+
+impl PatternGen {
+    /// Bytes per generator step: pieces handed to [`PatternGen::fill`] must be multiples of
+    /// this, except the last.
+    pub const STEP: usize = 8;
+
+    /// The generator of host `h`'s pattern, at its first byte.
+    pub fn new(seed: u64, h: u32) -> Self {
+        PatternGen {
+            state: (seed ^ (h as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)) | 1,
+        }
+    }
+
+    /// Writes the next `buf.len()` bytes of the pattern. A length that is not a multiple of
+    /// [`PatternGen::STEP`] ends the pattern (its last step is cut short).
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        let mut steps = buf.chunks_exact_mut(Self::STEP);
+        for c in &mut steps {
+            c.copy_from_slice(&self.step().to_le_bytes());
+        }
+        let tail = steps.into_remainder();
+        if !tail.is_empty() {
+            let x = self.step().to_le_bytes();
+            tail.copy_from_slice(&x[..tail.len()]);
+        }
+    }
+
+    fn step(&mut self) -> u64 {
+        let x = &mut self.state;
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
 }
 
 /// What one host's application did.
