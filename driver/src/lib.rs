@@ -111,6 +111,19 @@ pub trait SimPort {
     fn receive_frame(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError>;
     /// Takes the next frame the NIC sends, with the port it leaves on (the stream's `tdest`).
     fn transmit_frame(&mut self) -> Option<PortFrame>;
+    /// Whether every frame [`SimPort::transmit_frame`] hands out carries, by construction, the
+    /// ICRC of its own bytes (the model computes it over the frame it builds). The default
+    /// promises nothing (the RTL's frames are what it computed, right or wrong).
+    fn transmits_valid_icrc(&self) -> bool {
+        false
+    }
+    /// [`SimPort::receive_frame`] for a frame whose ICRC trailer is known to be that of its
+    /// bytes: it came from a NIC whose [`SimPort::transmits_valid_icrc`] holds, and nothing
+    /// changed since but the fields the ICRC masks (a switch's CE mark). A backend may skip
+    /// recomputing the ICRC (it could only agree); the default checks it as always.
+    fn receive_frame_icrc_known_good(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError> {
+        self.receive_frame(port, frame)
+    }
     /// Sets the link state a port's PHY reports (shown in `PORT_LINK`): the fabric takes a
     /// link down or brings it back. A port the NIC does not have is refused.
     fn set_link(&mut self, port: u8, up: bool) -> Result<(), NicError>;

@@ -16,6 +16,7 @@ use ferroce_proto::wire::{
     Ipv4Repr, Ipv6Repr, NakReason, NakRepr, Opcode, ParseError, ROCEV2_UDP_PORT, RethRepr,
     SACK_BITS, TagPageError, TransportRepr, UdpRepr, ethernet, parse_frame, transport,
 };
+use ferroce_proto::wire::{IcrcCheck, parse_frame_checking};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
@@ -1053,6 +1054,24 @@ proptest! {
         let parsed = parse_frame(&bytes, frame.dst_port);
         prop_assert!(parsed.is_ok(), "{:?}", parsed);
         assert_round_trip("arbitrary", &repr, &parsed.unwrap());
+    }
+
+    #[test]
+    fn a_known_good_icrc_parses_an_emitted_frame_as_computing_it_does(frame in arb_frame()) {
+        let bytes = frame.repr().emit();
+        let computed = parse_frame(&bytes, frame.dst_port);
+        let trusted = parse_frame_checking(&bytes, frame.dst_port, IcrcCheck::KnownGood);
+        prop_assert_eq!(computed, trusted);
+        // Only the ICRC computation is skipped: a wrong trailer is the caller's promise broken
+        // (caught when computing), every other check still runs.
+        let mut bad_icrc = bytes.clone();
+        *bad_icrc.last_mut().unwrap() ^= 1;
+        prop_assert_eq!(parse_frame(&bad_icrc, frame.dst_port), Err(ParseError::BadIcrc));
+        prop_assert!(parse_frame_checking(&bad_icrc, frame.dst_port, IcrcCheck::KnownGood).is_ok());
+        prop_assert_eq!(
+            parse_frame_checking(&bytes, frame.dst_port.wrapping_add(1), IcrcCheck::KnownGood),
+            parse_frame(&bytes, frame.dst_port.wrapping_add(1))
+        );
     }
 
     #[test]

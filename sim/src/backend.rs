@@ -146,6 +146,20 @@ impl SimPort for AnyNic {
         }
     }
 
+    fn transmits_valid_icrc(&self) -> bool {
+        match self {
+            AnyNic::Model(n) => n.transmits_valid_icrc(),
+            AnyNic::Rtl(n) => n.transmits_valid_icrc(),
+        }
+    }
+
+    fn receive_frame_icrc_known_good(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError> {
+        match self {
+            AnyNic::Model(n) => n.receive_frame_icrc_known_good(port, frame),
+            AnyNic::Rtl(n) => n.receive_frame_icrc_known_good(port, frame),
+        }
+    }
+
     fn set_link(&mut self, port: u8, up: bool) -> Result<(), NicError> {
         match self {
             AnyNic::Model(n) => n.set_link(port, up),

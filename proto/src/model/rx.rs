@@ -2,7 +2,10 @@
 
 use super::{FastPath, HostMemory, MsgSlot, SlotState, sack::SackClass};
 use crate::hsi::{Counter, Event, event::CompletionStatus, regs, tables::ACCESS_REMOTE_WRITE};
-use crate::wire::{DataRepr, Frame, NakReason, ParseError, TransportRepr, ip::ECN_CE, parse_frame};
+use crate::wire::{
+    DataRepr, Frame, IcrcCheck, NakReason, ParseError, TransportRepr, ip::ECN_CE,
+    parse_frame_checking,
+};
 
 /// What the receive path did with one frame: the counter that classified it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,9 +53,31 @@ impl FastPath {
     /// NAKs leave on the port their data came in on. Only the low [`regs::PORT_BITS`] bits of
     /// `port` count, as on the hardware's `tid`.
     pub fn receive_on(&mut self, port: u8, frame: &[u8], mem: &mut dyn HostMemory) -> Verdict {
+        self.receive_checking(port, frame, mem, IcrcCheck::Compute)
+    }
+
+    /// [`Self::receive_on`] for a frame whose ICRC trailer is known to be that of its bytes
+    /// ([`IcrcCheck::KnownGood`]: built by this model's transmit path and changed since only
+    /// in fields the ICRC masks): the same result, without computing the ICRC again.
+    pub fn receive_on_icrc_known_good(
+        &mut self,
+        port: u8,
+        frame: &[u8],
+        mem: &mut dyn HostMemory,
+    ) -> Verdict {
+        self.receive_checking(port, frame, mem, IcrcCheck::KnownGood)
+    }
+
+    fn receive_checking(
+        &mut self,
+        port: u8,
+        frame: &[u8],
+        mem: &mut dyn HostMemory,
+        icrc_check: IcrcCheck,
+    ) -> Verdict {
         self.count(Counter::RxFrames);
         let port = port & (regs::MAX_PORTS - 1) as u8;
-        let verdict = self.receive_inner(port, frame, mem);
+        let verdict = self.receive_inner(port, frame, mem, icrc_check);
         if verdict != Counter::RxPlacedPackets {
             // Placed packets already counted themselves (with their bytes).
             self.count(verdict);
@@ -60,11 +85,17 @@ impl FastPath {
         Verdict(verdict)
     }
 
-    fn receive_inner(&mut self, port: u8, frame: &[u8], mem: &mut dyn HostMemory) -> Counter {
+    fn receive_inner(
+        &mut self,
+        port: u8,
+        frame: &[u8],
+        mem: &mut dyn HostMemory,
+        icrc_check: IcrcCheck,
+    ) -> Counter {
         if self.regs.control & regs::CONTROL_RX_ENABLE == 0 {
             return Counter::RxDisabled;
         }
-        let f = match parse_frame(frame, self.regs.udp_port) {
+        let f = match parse_frame_checking(frame, self.regs.udp_port, icrc_check) {
             Ok(f) => f,
             Err(e) => return parse_counter(e),
         };

@@ -23,7 +23,7 @@ pub mod udp;
 
 pub use bth::{BthPacket, BthRepr, Opcode};
 pub use ethernet::{EthernetAddress, EthernetRepr};
-pub use frame::{Frame, FrameRepr, parse_frame};
+pub use frame::{Frame, FrameRepr, IcrcCheck, parse_frame, parse_frame_checking};
 pub use ip::{IpRepr, Ipv4Repr, Ipv6Repr};
 pub use transport::{
     AckRepr, CmKind, CmRepr, DataRepr, NakReason, NakRepr, RethRepr, TagPageError, TransportRepr,

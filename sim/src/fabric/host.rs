@@ -10,7 +10,7 @@
 
 use super::engine::{Endpoint, Outbox};
 use super::event::{PS_PER_NS, Ps};
-use super::packet::{Body, Packet, WIRE_OVERHEAD, frame_info};
+use super::packet::{Body, Packet, WIRE_OVERHEAD, WireFrame, frame_info};
 use super::workload::{App, PatternGen, Workload, pattern};
 use crate::backend::{AnyNic, BackendKind};
 use ferroce::{
@@ -463,6 +463,7 @@ impl FerroceHost {
     }
 
     fn drain(&mut self, out: &mut Outbox) {
+        let sealed = self.ctx.nic_mut().transmits_valid_icrc();
         while let Some(PortFrame { port, bytes: frame }) = self.ctx.nic_mut().transmit_frame() {
             let Some(info) = frame_info(&frame) else {
                 continue;
@@ -485,7 +486,7 @@ impl FerroceHost {
                     ecn_capable: info.ecn_capable,
                     ce: false,
                     control: info.control,
-                    body: Body::Frame(frame),
+                    body: Body::Frame(WireFrame::from_nic(frame, sealed)),
                 },
             ));
         }
@@ -498,7 +499,12 @@ impl Endpoint for FerroceHost {
             let nic = self.ctx.nic_mut();
             nic.poll(now / PS_PER_NS);
             // The fabric wires host port p to plane p, and the NIC has one port per plane.
-            if nic.receive_frame(port as u8, f).is_err() {
+            let received = if f.icrc_sealed() {
+                nic.receive_frame_icrc_known_good(port as u8, f.bytes())
+            } else {
+                nic.receive_frame(port as u8, f.bytes())
+            };
+            if received.is_err() {
                 self.lib_errors += 1;
             }
             if !pkt.control {

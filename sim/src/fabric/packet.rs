@@ -11,11 +11,65 @@ use ferroce_proto::wire::ip::{ECN_CE, IPV4_HEADER_LEN};
 /// delimiter (8), frame check sequence (4), minimum inter-frame gap (12).
 pub const WIRE_OVERHEAD: u32 = 24;
 
+/// A ferroce frame (Ethernet onwards, without FCS) with what is known of its ICRC.
+///
+/// A frame straight from a NIC that computes the ICRC over the frame it builds (the model) is
+/// *sealed*: its trailer is the ICRC of its bytes, so the receiving model need not compute it
+/// again. The bytes can only be changed through [`WireFrame::bytes_mut`], which breaks the
+/// seal, or by [`WireFrame::mark_ce`], which changes only fields the ICRC masks (ECN and the
+/// IPv4 header checksum) and so keeps it.
+#[derive(Debug, Clone)]
+pub struct WireFrame {
+    bytes: Vec<u8>,
+    icrc_sealed: bool,
+}
+
+impl WireFrame {
+    /// A frame of unknown provenance: its receiver checks the ICRC.
+    pub fn new(bytes: Vec<u8>) -> Self {
+        WireFrame {
+            bytes,
+            icrc_sealed: false,
+        }
+    }
+
+    /// A frame as a NIC transmitted it, sealed when that NIC's frames carry the ICRC of their
+    /// own bytes by construction (`transmits_valid_icrc`, see [`ferroce_driver::SimPort`]).
+    pub fn from_nic(bytes: Vec<u8>, transmits_valid_icrc: bool) -> Self {
+        WireFrame {
+            bytes,
+            icrc_sealed: transmits_valid_icrc,
+        }
+    }
+
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The bytes, to change: the ICRC is no longer known to match them.
+    pub fn bytes_mut(&mut self) -> &mut Vec<u8> {
+        self.icrc_sealed = false;
+        &mut self.bytes
+    }
+
+    /// Whether the trailer is known to be the ICRC of these bytes.
+    pub fn icrc_sealed(&self) -> bool {
+        self.icrc_sealed
+    }
+
+    /// Sets CE (see [`crate::link::mark_ce`]): only the ECN bits and the IPv4 header checksum
+    /// change, both masked by the ICRC, so the seal holds.
+    pub fn mark_ce(&mut self) -> bool {
+        mark_ce(&mut self.bytes)
+    }
+}
+
 /// What the packet carries.
 #[derive(Debug, Clone)]
 pub enum Body {
-    /// A ferroce frame (Ethernet onwards, without FCS).
-    Frame(Vec<u8>),
+    /// A ferroce frame.
+    Frame(WireFrame),
     /// A baseline RoCEv2 packet, modelled by its header fields only.
     Roce(RocePacket),
 }
@@ -111,7 +165,7 @@ impl Packet {
         }
         self.ce = true;
         if let Body::Frame(f) = &mut self.body {
-            mark_ce(f);
+            f.mark_ce();
         }
         true
     }
@@ -123,4 +177,73 @@ pub fn frame_is_ce(frame: &[u8]) -> bool {
         .ok()
         .and_then(|e| frame.get(e.header_len() + 1))
         .is_some_and(|b| b & 3 == ECN_CE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ferroce_proto::wire::{
+        BthRepr, DataRepr, EthernetAddress, FrameRepr, IpRepr, Ipv4Repr, Opcode, ROCEV2_UDP_PORT,
+        TransportRepr, ip::ECN_ECT0, parse_frame,
+    };
+
+    fn data_frame() -> Vec<u8> {
+        FrameRepr {
+            eth: EthernetRepr {
+                dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
+                src: EthernetAddress([2, 0, 0, 0, 0, 1]),
+                vlan_tci: None,
+                ethertype: 0,
+            },
+            ip: IpRepr::V4(Ipv4Repr {
+                src: [10, 0, 0, 1].into(),
+                dst: [10, 0, 0, 2].into(),
+                dscp: 0,
+                ecn: ECN_ECT0,
+                ttl: 64,
+                ident: 0,
+                payload_len: 0,
+            }),
+            src_port: 49152,
+            dst_port: ROCEV2_UDP_PORT,
+            bth: BthRepr {
+                opcode: Opcode::Send,
+                solicited: false,
+                dest_conn: 3,
+                ack_req: false,
+                psn: 7,
+            },
+            transport: TransportRepr::Data(DataRepr {
+                flow: 0,
+                tag: 0,
+                msn: 0,
+                ssn: 0,
+                offset: 0,
+                msg_len: 64,
+                timestamp: 0,
+                reth: None,
+                imm: None,
+            }),
+            payload: &[0x5a; 64],
+        }
+        .emit()
+    }
+
+    #[test]
+    fn a_ce_mark_keeps_the_seal_and_the_icrc_valid_and_other_changes_break_it() {
+        let mut f = WireFrame::from_nic(data_frame(), true);
+        assert!(f.icrc_sealed());
+        assert!(f.mark_ce());
+        assert!(frame_is_ce(f.bytes()));
+        assert!(f.icrc_sealed());
+        assert!(
+            parse_frame(f.bytes(), ROCEV2_UDP_PORT).is_ok(),
+            "the ICRC masks the ECN bits and the IPv4 checksum"
+        );
+        let last = f.bytes().len() - 1;
+        f.bytes_mut()[last] ^= 1;
+        assert!(!f.icrc_sealed());
+        assert!(!WireFrame::new(data_frame()).icrc_sealed());
+        assert!(!WireFrame::from_nic(data_frame(), false).icrc_sealed());
+    }
 }
