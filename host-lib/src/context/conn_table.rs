@@ -80,6 +80,11 @@ impl Marks {
         }
     }
 
+    /// Whether no index is marked.
+    fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
     /// Moves the marked indices into `out`, ascending, and clears the marks.
     fn take_sorted(&mut self, out: &mut Vec<u32>) {
         out.clear();
@@ -204,6 +209,11 @@ impl ConnTable {
 
     /// Brings the summaries of the changed slots and the totals up to date.
     fn refresh(&mut self) {
+        // Every question about the table refreshes it first, several times per driver loop,
+        // and mostly nothing changed in between.
+        if self.stale.is_empty() {
+            return;
+        }
         let mut list = std::mem::take(&mut self.scratch);
         self.stale.take_sorted(&mut list);
         for &i in &list {
