@@ -198,17 +198,13 @@ impl<E: Endpoint> Fabric<E> {
     /// Runs until simulated time `until` (events at `until` included) or until no event is
     /// left. Returns false if the queue ran dry.
     pub fn run_until(&mut self, until: Ps) -> bool {
-        while let Some(t) = self.q.peek_time() {
-            if t > until {
-                self.now = until;
-                return true;
-            }
-            let Some((t, ev)) = self.q.pop() else { break };
+        while let Some((t, ev)) = self.q.pop_until(until) {
             self.now = t;
             self.handle(ev);
         }
-        self.now = self.now.max(until);
-        false
+        let more = !self.q.is_empty();
+        self.now = if more { until } else { self.now.max(until) };
+        more
     }
 
     fn handle(&mut self, ev: Ev) {

@@ -182,8 +182,19 @@ impl<E> EventQueue<E> {
 
     /// Takes the earliest event.
     pub fn pop(&mut self) -> Option<(Ps, E)> {
+        self.pop_until(Ps::MAX)
+    }
+
+    /// Takes the earliest event if it is due no later than `until`: [`EventQueue::peek_time`]
+    /// and [`EventQueue::pop`] in one, turning the wheel once per event instead of twice.
+    /// Inlined into the engine's loop, so the event is not copied out through a return slot.
+    #[inline(always)]
+    pub fn pop_until(&mut self, until: Ps) -> Option<(Ps, E)> {
         self.refill();
         let k = *self.current.get(self.head)?;
+        if k.at > until {
+            return None;
+        }
         self.head += 1;
         self.len -= 1;
         self.free.push(k.slot);
@@ -222,6 +233,19 @@ mod tests {
         let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, vec!['a', 'b', 'c', 'd']);
         assert_eq!(q.processed(), 4);
+    }
+
+    #[test]
+    fn pop_until_takes_only_events_due_by_then() {
+        let mut q = EventQueue::default();
+        q.push(10, 'a');
+        q.push(WHEEL_PS + 10, 'b');
+        assert_eq!(q.pop_until(9), None);
+        assert_eq!(q.pop_until(10), Some((10, 'a')));
+        assert_eq!(q.pop_until(WHEEL_PS), None);
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.pop_until(Ps::MAX), Some((WHEEL_PS + 10, 'b')));
+        assert_eq!(q.pop_until(Ps::MAX), None);
     }
 
     /// Against a sorted reference over random interleavings of pushes (never before the
