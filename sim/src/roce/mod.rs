@@ -218,7 +218,7 @@ impl RoceHost {
         let planes = cfg.planes.max(1) as usize;
         let mut sqps = Vec::new();
         let mut by_peer = HashMap::new();
-        for (s, d) in wl.pairs() {
+        for &(s, d) in wl.pairs() {
             if s != host {
                 continue;
             }
