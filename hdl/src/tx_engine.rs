@@ -351,7 +351,7 @@ pub struct TxEngine<const C: usize> {
 
     // Fetcher: `fetch` is the next ring index to read, `fetched` the end of what is in the
     // store; `pf_n` and `pf_addr` are the next read's size and address (registered, so they
-    // lag `fetch`: `pf_arm` and `pf_armed` are low while they do).
+    // lag `fetch`: `pf_arm`, `pf_armed` and `pf_armed2` are low while they do).
     fetch: DFF<Bits<32>>,
     fetched: DFF<Bits<32>>,
     pf_addr: DFF<Bits<64>>,
@@ -361,6 +361,15 @@ pub struct TxEngine<const C: usize> {
     // next batch's size then comes from flip-flops, and lags `fetch` by two cycles, during
     // which no batch read goes out.
     pf_armed: DFF<Bit>,
+    // The batch size before the room checks, and the room in the store and in the lookahead,
+    // registered: the size then takes two register stages after `fetch` (the ring mask, the
+    // minimum and the room differences are carry chains), so `pf_armed` is followed by a
+    // third arming cycle. Room computed a cycle early is never more than there is: the head
+    // and the lookahead only move forward, and `fetch` moves only with a grant, which disarms.
+    pf_armed2: DFF<Bit>,
+    n_pre: DFF<Bits<4>>,
+    s_rem_q: DFF<Bits<IDX_BITS>>,
+    ahead_q: DFF<Bits<IDX_BITS>>,
     t_rem_q: DFF<Bits<32>>,
     single: DFF<Bits<4>>,
     desc_out: DFF<Bits<TAG_PTR_BITS>>,
@@ -861,6 +870,10 @@ impl<const C: usize> Default for TxEngine<C> {
             pf_n: Default::default(),
             pf_arm: Default::default(),
             pf_armed: Default::default(),
+            pf_armed2: Default::default(),
+            n_pre: Default::default(),
+            s_rem_q: Default::default(),
+            ahead_q: Default::default(),
             t_rem_q: Default::default(),
             single: Default::default(),
             desc_out: Default::default(),
@@ -1060,16 +1073,16 @@ impl<const C: usize> Logic for TxEngine<C> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, fetch, fetched, pf_addr, pf_n, pf_arm, pf_armed, t_rem_q, single,
-            desc_out, desc_drop, dbeat, tq_desc, tq_cm, old_desc, old_cm, tq_wr, tq_rd, drain,
-            rerr, rc_iss, rc_done, rc_used, tq_full, rc_full, room_ok, pres, pwr, hend, low_q, cm,
-            cm_busy, lf, la_run, la_cnt, nf, nf_bad, nf_valid, fstate, fdesc, f, op_ok, is_cm,
-            is_write, has_imm, thlen, conn_ok, len_bad, port_bad, chk_q, fbeats, req_addr, req_len,
-            lb, lb_run, lb_cnt, nb, nj, nb_valid, state, head, stale, desc, job, conn_q, reason,
-            th, j_valid, j_dst_mac, j_src_mac, j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp,
-            j_sport, j_dport, j_opcode, j_se, j_dest, j_ack, j_psn, j_th, j_thlen, j_plen, j_port,
-            j_beats, j_start, streaming, left, rptr, pend, pend_start, pend_beats, cb_pend,
-            cb_amount
+            self, clock, fetch, fetched, pf_addr, pf_n, pf_arm, pf_armed, pf_armed2, n_pre,
+            s_rem_q, ahead_q, t_rem_q, single, desc_out, desc_drop, dbeat, tq_desc, tq_cm,
+            old_desc, old_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done, rc_used, tq_full,
+            rc_full, room_ok, pres, pwr, hend, low_q, cm, cm_busy, lf, la_run, la_cnt, nf, nf_bad,
+            nf_valid, fstate, fdesc, f, op_ok, is_cm, is_write, has_imm, thlen, conn_ok, len_bad,
+            port_bad, chk_q, fbeats, req_addr, req_len, lb, lb_run, lb_cnt, nb, nj, nb_valid,
+            state, head, stale, desc, job, conn_q, reason, th, j_valid, j_dst_mac, j_src_mac,
+            j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp, j_sport, j_dport, j_opcode, j_se, j_dest,
+            j_ack, j_psn, j_th, j_thlen, j_plen, j_port, j_beats, j_start, streaming, left, rptr,
+            pend, pend_start, pend_beats, cb_pend, cb_amount
         );
         self.ctab.read_clock.next = self.clock.val();
         self.ctab.write_clock.next = self.clock.val();
@@ -1348,6 +1361,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.s_rem.next = self.k_slots.val() - self.occ.val();
         self.t_rem_q.d.next = self.txq_tail.val() - self.fetch.q.val();
         self.pf_armed.d.next = self.pf_arm.q.val();
+        self.pf_armed2.d.next = self.pf_armed.q.val();
         // Slots after `fetch` before the ring wraps: the batch may take one more than that, so a
         // 3-bit increment (below 8 left) stands in for a 32-bit one.
         self.w_last.next = !self.fetch.q.val() & self.mask.val();
@@ -1369,13 +1383,16 @@ impl<const C: usize> Logic for TxEngine<C> {
         // A whole batch waits for room in the store and in the lookahead: fewer, larger reads.
         self.ahead.next =
             self.k_ahead.val() - (self.fetch.q.val().get_bits::<IDX_BITS>(0) - self.lf.q.val());
-        if (self.s_rem.val() < bit_cast::<IDX_BITS, 4>(self.n_min.val()))
-            | (self.ahead.val() < bit_cast::<IDX_BITS, 4>(self.n_min.val()))
+        self.n_pre.d.next = self.n_min.val();
+        self.s_rem_q.d.next = self.s_rem.val();
+        self.ahead_q.d.next = self.ahead.val();
+        self.pf_n.d.next = self.n_pre.q.val();
+        if (self.s_rem_q.q.val() < bit_cast::<IDX_BITS, 4>(self.n_pre.q.val()))
+            | (self.ahead_q.q.val() < bit_cast::<IDX_BITS, 4>(self.n_pre.q.val()))
             | (self.txq_log_size.val() == 0_u64)
         {
-            self.n_min.next = 0.into();
+            self.pf_n.d.next = 0.into();
         }
-        self.pf_n.d.next = self.n_min.val();
 
         // ---- The read channel: the front end's read goes first; the fetcher's when the
         // front end has none. Every read needs a tag entry; a CM or payload read also a fault
@@ -1393,6 +1410,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         }
         self.pf_go.next = self.pf_arm.q.val()
             & self.pf_armed.q.val()
+            & self.pf_armed2.q.val()
             & (self.pf_n.q.val() != 0_u64)
             & self.enable.val()
             & !self.tq_full.q.val()

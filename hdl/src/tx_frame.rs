@@ -150,6 +150,13 @@ pub struct TxFrameBuilder {
     r_plen: DFF<Bits<16>>,
     r_l4len: DFF<Bits<16>>,
     r_ck: DFF<Bits<20>>,
+    // The header length, frame length and beat counts, computed like `r_l4len` (the header
+    // length's constant picked by IP version and VLAN, then one add): assembly only copies
+    // them, where it had run three carry chains in a row.
+    r_hl: DFF<Bits<16>>,
+    r_flen: DFF<Bits<16>>,
+    r_nbeats: DFF<Bits<13>>,
+    r_pbeats: DFF<Bits<13>>,
     r_port: DFF<Bits<PORT_BITS>>,
     // The request was registered in the last cycle: its lengths and IPv4 header sum
     // (`r_l4len`, `r_ck`) are computed from the registered fields in this one, so that no
@@ -300,6 +307,10 @@ pub struct TxFrameBuilder {
     ip_len: Signal<Local, Bits<16>>,
     l4_len: Signal<Local, Bits<16>>,
     hl: Signal<Local, Bits<16>>,
+    // Ethernet, VLAN and IP header bytes of the registered request.
+    q_hconst: Signal<Local, Bits<16>>,
+    // Its transport header and payload bytes.
+    q_tp: Signal<Local, Bits<16>>,
     sum: Signal<Local, Bits<20>>,
     q_l4: Signal<Local, Bits<16>>,
     q_tos: Signal<Local, Bits<8>>,
@@ -408,6 +419,12 @@ impl Default for TxFrameBuilder {
             r_plen: Default::default(),
             r_l4len: Default::default(),
             r_ck: Default::default(),
+            r_hl: Default::default(),
+            r_flen: Default::default(),
+            r_nbeats: Default::default(),
+            r_pbeats: Default::default(),
+            q_hconst: Default::default(),
+            q_tp: Default::default(),
             r_fresh: Default::default(),
             r_port: Default::default(),
             nx_valid: Default::default(),
@@ -584,6 +601,10 @@ impl Logic for TxFrameBuilder {
             r_plen,
             r_l4len,
             r_ck,
+            r_hl,
+            r_flen,
+            r_nbeats,
+            r_pbeats,
             r_port,
             r_fresh,
             nx_valid,
@@ -685,6 +706,25 @@ impl Logic for TxFrameBuilder {
         self.q_sc.next = bit_cast::<20, 16>(self.r_dip.q.val().get_bits::<16>(16))
             + bit_cast::<20, 16>(self.r_dip.q.val().get_bits::<16>(0));
         self.r_l4len.d.next = self.q_l4.val();
+        self.q_hconst.next = 14.into();
+        if self.r_v6.q.val() & self.r_vlan.q.val() {
+            self.q_hconst.next = 78.into();
+        }
+        if self.r_v6.q.val() & !self.r_vlan.q.val() {
+            self.q_hconst.next = 74.into();
+        }
+        if !self.r_v6.q.val() & self.r_vlan.q.val() {
+            self.q_hconst.next = 58.into();
+        }
+        if !self.r_v6.q.val() & !self.r_vlan.q.val() {
+            self.q_hconst.next = 54.into();
+        }
+        self.q_tp.next = self.r_thlen.q.val() + self.r_plen.q.val();
+        self.r_hl.d.next = self.r_thlen.q.val() + self.q_hconst.val();
+        self.r_flen.d.next = self.q_tp.val() + (self.q_hconst.val() + 4_u64);
+        self.r_nbeats.d.next =
+            bit_cast::<13, 16>((self.q_tp.val() + (self.q_hconst.val() + 11_u64)) >> 3_u64);
+        self.r_pbeats.d.next = bit_cast::<13, 16>((self.r_plen.q.val() + 7_u64) >> 3_u64);
         self.r_ck.d.next = self.q_sa.val() + (self.q_sb.val() + self.q_sc.val());
         self.r_fresh.d.next = false;
         if self.req_valid.val() & !self.r_valid.q.val() {
@@ -769,17 +809,11 @@ impl Logic for TxFrameBuilder {
             if self.r_v6.q.val() {
                 self.l3.next =
                     (bit_cast::<1024, 320>(self.ip6.val()) << 704_u64) | (self.l4.val() >> 320_u64);
-                self.hl.next = self.r_thlen.q.val() + 60_u64;
             } else {
                 self.l3.next =
                     (bit_cast::<1024, 160>(self.ip4.val()) << 864_u64) | (self.l4.val() >> 160_u64);
-                self.hl.next = self.r_thlen.q.val() + 40_u64;
             }
-            if self.r_vlan.q.val() {
-                self.hl.next = self.hl.val() + 18_u64;
-            } else {
-                self.hl.next = self.hl.val() + 14_u64;
-            }
+            self.hl.next = self.r_hl.q.val();
         } else {
             self.l4_len.next = 0.into();
             self.eth.next = 0.into();
@@ -903,10 +937,9 @@ impl Logic for TxFrameBuilder {
             self.nx_hlen.d.next = self.hl.val();
             self.nx_hbeat.d.next = bit_cast::<13, 16>(self.hl.val() >> 3_u64);
             self.nx_rsh.d.next = bit_cast::<3, 16>(self.hl.val());
-            self.nx_flen.d.next = self.hl.val() + self.r_plen.q.val() + 4_u64;
-            self.nx_nbeats.d.next =
-                bit_cast::<13, 16>((self.hl.val() + self.r_plen.q.val() + 11_u64) >> 3_u64);
-            self.nx_pay_beats.d.next = bit_cast::<13, 16>((self.r_plen.q.val() + 7_u64) >> 3_u64);
+            self.nx_flen.d.next = self.r_flen.q.val();
+            self.nx_nbeats.d.next = self.r_nbeats.q.val();
+            self.nx_pay_beats.d.next = self.r_pbeats.q.val();
             if self.r_v6.q.val() {
                 self.nx_vtotal.d.next = bit_cast::<17, 16>(self.l4_len.val()) + 44_u64;
             } else {
