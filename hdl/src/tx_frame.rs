@@ -261,6 +261,14 @@ pub struct TxFrameBuilder {
     d4_valid: DFF<Bit>,
     d4_data: DFF<Bits<64>>,
     d4_k: DFF<Bits<13>>,
+    // Where the last stage's beat sits in its frame, worked out as it moves in (its frame's
+    // length and beat count are in the output context by then; only the ICRC may still be
+    // coming): the lanes kept, the lanes holding ICRC bytes and which byte each holds, and
+    // whether it is the frame's last beat. The output then only picks the ICRC's bytes.
+    d4_keep: DFF<Bits<8>>,
+    d4_ic_en: DFF<Bits<8>>,
+    d4_ic_sel: DFF<Bits<16>>,
+    d4_last: DFF<Bit>,
     d4_par: DFF<Bit>,
     // A CRC step's result on its way to the output context, registered so that the tail
     // step's XOR trees and select end at a flip-flop, not at both contexts' inputs.
@@ -330,16 +338,22 @@ pub struct TxFrameBuilder {
     v_n: Signal<Local, Bits<3>>,
     crc_step: Signal<Local, Bits<32>>,
     fl_next: Signal<Local, Bits<64>>,
-    o_flen: Signal<Local, Bits<16>>,
-    o_nbeats: Signal<Local, Bits<13>>,
     o_crc: Signal<Local, Bits<32>>,
     o_port: Signal<Local, Bits<PORT_BITS>>,
     last4: Signal<Local, Bit>,
     icrc: Signal<Local, Bits<32>>,
     out_data: Signal<Local, Bits<64>>,
     out_keep: Signal<Local, Bits<8>>,
-    icrc_at: Signal<Local, Bits<16>>,
-    byte_index: Signal<Local, Bits<16>>,
+    // The third stage's beat against its frame's output context (see `d4_keep`).
+    f3_flen: Signal<Local, Bits<16>>,
+    f3_nbeats: Signal<Local, Bits<13>>,
+    f3_at: Signal<Local, Bits<16>>,
+    bi3: Signal<Local, Bits<16>>,
+    dif3: Signal<Local, Bits<16>>,
+    lane_sel: Signal<Local, Bits<16>>,
+    keep3: Signal<Local, Bits<8>>,
+    ic_en3: Signal<Local, Bits<8>>,
+    ic_sel3: Signal<Local, Bits<16>>,
 }
 
 fn k<const N: usize>(v: u64) -> Constant<Bits<N>> {
@@ -501,6 +515,19 @@ impl Default for TxFrameBuilder {
             d4_valid: Default::default(),
             d4_data: Default::default(),
             d4_k: Default::default(),
+            d4_keep: Default::default(),
+            d4_ic_en: Default::default(),
+            d4_ic_sel: Default::default(),
+            d4_last: Default::default(),
+            f3_flen: Default::default(),
+            f3_nbeats: Default::default(),
+            f3_at: Default::default(),
+            bi3: Default::default(),
+            dif3: Default::default(),
+            lane_sel: Default::default(),
+            keep3: Default::default(),
+            ic_en3: Default::default(),
+            ic_sel3: Default::default(),
             d4_par: Default::default(),
             st_go: Default::default(),
             st_par: Default::default(),
@@ -560,16 +587,12 @@ impl Default for TxFrameBuilder {
             v_n: Default::default(),
             crc_step: Default::default(),
             fl_next: Default::default(),
-            o_flen: Default::default(),
-            o_nbeats: Default::default(),
             o_crc: Default::default(),
             o_port: Default::default(),
             last4: Default::default(),
             icrc: Default::default(),
             out_data: Default::default(),
             out_keep: Default::default(),
-            icrc_at: Default::default(),
-            byte_index: Default::default(),
         }
     }
 }
@@ -681,6 +704,10 @@ impl Logic for TxFrameBuilder {
             d4_valid,
             d4_data,
             d4_k,
+            d4_keep,
+            d4_ic_en,
+            d4_ic_sel,
+            d4_last,
             d4_par,
             st_go,
             st_par,
@@ -885,13 +912,9 @@ impl Logic for TxFrameBuilder {
         // `back_to_back_frames_leave_without_a_gap` (a hold on the flush cost a cycle per frame
         // of 1 to 3 bytes modulo 8) and the byte-exact tests under back-pressure check this.
         if self.d4_par.q.val() {
-            self.o_flen.next = self.o1_flen.q.val();
-            self.o_nbeats.next = self.o1_nbeats.q.val();
             self.o_crc.next = self.o1_crc.q.val();
             self.o_port.next = self.o1_port.q.val();
         } else {
-            self.o_flen.next = self.o0_flen.q.val();
-            self.o_nbeats.next = self.o0_nbeats.q.val();
             self.o_crc.next = self.o0_crc.q.val();
             self.o_port.next = self.o0_port.q.val();
         }
@@ -907,7 +930,29 @@ impl Logic for TxFrameBuilder {
         self.push.next = self.running.val() & self.free1.val() & self.pay_ok.val();
         self.last_push.next = self.push.val() & self.at_last.q.val();
         self.s_pay_tready.next = self.need_pay.val() & self.free1.val();
-        self.last4.next = self.d4_k.q.val() + 1_u64 == self.o_nbeats.val();
+        self.last4.next = self.d4_last.q.val();
+        self.f3_flen.next = self.o0_flen.q.val();
+        self.f3_nbeats.next = self.o0_nbeats.q.val();
+        if self.d3_par.q.val() {
+            self.f3_flen.next = self.o1_flen.q.val();
+            self.f3_nbeats.next = self.o1_nbeats.q.val();
+        }
+        self.f3_at.next = self.f3_flen.val() - 4_u64;
+        self.keep3.next = 0.into();
+        self.ic_en3.next = 0.into();
+        self.ic_sel3.next = 0.into();
+        for i in 0_usize..8 {
+            self.bi3.next = (bit_cast::<16, 13>(self.d3_k.q.val()) << 3_u64) + i.to_bits::<16>();
+            if self.bi3.val() < self.f3_flen.val() {
+                self.keep3.next = self.keep3.val().replace_bit(i, true);
+                if self.bi3.val() >= self.f3_at.val() {
+                    self.ic_en3.next = self.ic_en3.val().replace_bit(i, true);
+                }
+            }
+            self.dif3.next = self.bi3.val() - self.f3_at.val();
+            self.ic_sel3.next = self.ic_sel3.val()
+                | (bit_cast::<16, 2>(self.dif3.val().get_bits::<2>(0)) << (2 * i).to_bits::<4>());
+        }
 
         // ---- The next frame: loaded when the generator is free (or finishing its last beat)
         // and the output context of its parity has drained; assembled when `nx` is free.
@@ -1061,6 +1106,10 @@ impl Logic for TxFrameBuilder {
             self.d4_data.d.next = self.d3_data.q.val();
             self.d4_k.d.next = self.d3_k.q.val();
             self.d4_par.d.next = self.d3_par.q.val();
+            self.d4_keep.d.next = self.keep3.val();
+            self.d4_ic_en.d.next = self.ic_en3.val();
+            self.d4_ic_sel.d.next = self.ic_sel3.val();
+            self.d4_last.d.next = self.d3_k.q.val() + 1_u64 == self.f3_nbeats.val();
             self.d3_valid.d.next = false;
         }
         if self.mv23.val() {
@@ -1190,23 +1239,17 @@ impl Logic for TxFrameBuilder {
 
         // ---- Output: the oldest beat with its frame's ICRC written into its lanes.
         self.icrc.next = !self.o_crc.val();
-        self.icrc_at.next = self.o_flen.val() - 4_u64;
         self.out_data.next = self.d4_data.q.val();
-        self.out_keep.next = 0.into();
+        self.out_keep.next = self.d4_keep.q.val();
         for i in 0_usize..8 {
-            self.byte_index.next =
-                (bit_cast::<16, 13>(self.d4_k.q.val()) << 3_u64) + i.to_bits::<16>();
-            if self.byte_index.val() < self.o_flen.val() {
-                self.out_keep.next = self.out_keep.val().replace_bit(i, true);
-            }
-            if (self.byte_index.val() >= self.icrc_at.val())
-                & (self.byte_index.val() < self.o_flen.val())
-            {
+            // The lane's ICRC byte index, then the byte.
+            self.lane_sel.next = self.d4_ic_sel.q.val() >> (2 * i).to_bits::<4>();
+            if self.d4_ic_en.q.val().get_bit(i) {
                 self.out_data.next = (self.out_data.val()
                     & !(bits::<64>(0xFF) << (8 * i).to_bits::<6>()))
                     | (bit_cast::<64, 32>(
                         (self.icrc.val()
-                            >> ((self.byte_index.val() - self.icrc_at.val()) << 3_u64))
+                            >> (bit_cast::<5, 2>(self.lane_sel.val().get_bits::<2>(0)) << 3_u64))
                             & 0xFF_u64,
                     ) << (8 * i).to_bits::<6>());
             }
