@@ -1,7 +1,7 @@
 //! The software backend: the executable model with simulated host memory.
 
 use crate::{Nic, NicError, PortFrame, SimMemory, SimPort, check_port};
-use ferroce_proto::{hsi::TableSizes, model::FastPath};
+use ferroce_proto::{hsi::TableSizes, model::FastPath, wire::IcrcCheck};
 
 /// A NIC made of [`FastPath`] and [`SimMemory`].
 #[derive(Debug, Clone)]
@@ -67,13 +67,21 @@ impl Nic for ModelNic {
     }
 }
 
-impl SimPort for ModelNic {
-    fn receive_frame(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError> {
+impl ModelNic {
+    /// One frame into the fast path on `port`.
+    fn receive(&mut self, port: u8, frame: &[u8], icrc: IcrcCheck) -> Result<(), NicError> {
         check_port(port, self.fast_path.sizes().ports)?;
-        self.fast_path.receive_on(port, frame, &mut self.memory);
+        self.fast_path
+            .receive_checking(port, frame, &mut self.memory, icrc);
         // Events reach the event ring as soon as they exist, as the DMA engine would write them.
         self.fast_path.service_rings(&mut self.memory);
         Ok(())
+    }
+}
+
+impl SimPort for ModelNic {
+    fn receive_frame(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError> {
+        self.receive(port, frame, IcrcCheck::Compute)
     }
 
     fn transmits_valid_icrc(&self) -> bool {
@@ -83,11 +91,7 @@ impl SimPort for ModelNic {
     }
 
     fn receive_frame_icrc_known_good(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError> {
-        check_port(port, self.fast_path.sizes().ports)?;
-        self.fast_path
-            .receive_on_icrc_known_good(port, frame, &mut self.memory);
-        self.fast_path.service_rings(&mut self.memory);
-        Ok(())
+        self.receive(port, frame, IcrcCheck::KnownGood)
     }
 
     fn set_link(&mut self, port: u8, up: bool) -> Result<(), NicError> {

@@ -36,7 +36,7 @@ use crate::rx_engine::PORT_BITS;
 use crate::rx_parse::{CRC_AFTER_LRH, stream_mask};
 use crate::skid::SkidBuffer;
 use ferroce_proto::model::TX_TTL;
-use ferroce_proto::wire::{bth, ethernet, ip};
+use ferroce_proto::wire::{bth, ethernet, ip, udp};
 use rust_hdl::prelude::*;
 
 /// An output beat in the register slice: data, keep, last and the port.
@@ -125,6 +125,11 @@ pub struct TxFrameBuilder {
     // and the 44 bytes the total length adds to the transport header and payload.
     k_ip_fixed: Constant<Bits<20>>,
     k_pkey: Constant<Bits<16>>,
+    // Header bytes in front of the transport header, by IP version and VLAN tag.
+    k_hdr_v4: Constant<Bits<16>>,
+    k_hdr_v4_vlan: Constant<Bits<16>>,
+    k_hdr_v6: Constant<Bits<16>>,
+    k_hdr_v6_vlan: Constant<Bits<16>>,
     k_mask_v4: [Constant<Bits<64>>; 8],
     k_mask_v6: [Constant<Bits<64>>; 8],
 
@@ -260,7 +265,6 @@ pub struct TxFrameBuilder {
     d3_par: DFF<Bit>,
     d4_valid: DFF<Bit>,
     d4_data: DFF<Bits<64>>,
-    d4_k: DFF<Bits<13>>,
     // Where the last stage's beat sits in its frame, worked out as it moves in (its frame's
     // length and beat count are in the output context by then; only the ICRC may still be
     // coming): the lanes kept, the lanes holding ICRC bytes and which byte each holds, and
@@ -314,7 +318,6 @@ pub struct TxFrameBuilder {
     eth: Signal<Local, Bits<144>>,
     ip_len: Signal<Local, Bits<16>>,
     l4_len: Signal<Local, Bits<16>>,
-    hl: Signal<Local, Bits<16>>,
     // Ethernet, VLAN and IP header bytes of the registered request.
     q_hconst: Signal<Local, Bits<16>>,
     // Its transport header and payload bytes.
@@ -354,6 +357,12 @@ pub struct TxFrameBuilder {
     keep3: Signal<Local, Bits<8>>,
     ic_en3: Signal<Local, Bits<8>>,
     ic_sel3: Signal<Local, Bits<16>>,
+}
+
+/// Ethernet (with or without a VLAN tag), IP (`ip_header` bytes), UDP and BTH header bytes.
+fn lower_headers(ip_header: usize, vlan: bool) -> u64 {
+    let eth = ethernet::HEADER_LEN + if vlan { ethernet::VLAN_TAG_LEN } else { 0 };
+    (eth + ip_header + udp::HEADER_LEN + bth::HEADER_LEN) as u64
 }
 
 fn k<const N: usize>(v: u64) -> Constant<Bits<N>> {
@@ -410,6 +419,10 @@ impl Default for TxFrameBuilder {
                 + ((TX_TTL as u64) << 8)
                 + ip::PROTO_UDP as u64),
             k_pkey: k(bth::DEFAULT_PKEY as u64),
+            k_hdr_v4: k(lower_headers(ip::IPV4_HEADER_LEN, false)),
+            k_hdr_v4_vlan: k(lower_headers(ip::IPV4_HEADER_LEN, true)),
+            k_hdr_v6: k(lower_headers(ip::IPV6_HEADER_LEN, false)),
+            k_hdr_v6_vlan: k(lower_headers(ip::IPV6_HEADER_LEN, true)),
             k_mask_v4: core::array::from_fn(|j| k(stream_mask(false, j))),
             k_mask_v6: core::array::from_fn(|j| k(stream_mask(true, j))),
             r_valid: Default::default(),
@@ -514,7 +527,6 @@ impl Default for TxFrameBuilder {
             d3_par: Default::default(),
             d4_valid: Default::default(),
             d4_data: Default::default(),
-            d4_k: Default::default(),
             d4_keep: Default::default(),
             d4_ic_en: Default::default(),
             d4_ic_sel: Default::default(),
@@ -567,7 +579,6 @@ impl Default for TxFrameBuilder {
             eth: Default::default(),
             ip_len: Default::default(),
             l4_len: Default::default(),
-            hl: Default::default(),
             sum: Default::default(),
             q_l4: Default::default(),
             q_tos: Default::default(),
@@ -703,7 +714,6 @@ impl Logic for TxFrameBuilder {
             d3_par,
             d4_valid,
             d4_data,
-            d4_k,
             d4_keep,
             d4_ic_en,
             d4_ic_sel,
@@ -733,18 +743,15 @@ impl Logic for TxFrameBuilder {
         self.q_sc.next = bit_cast::<20, 16>(self.r_dip.q.val().get_bits::<16>(16))
             + bit_cast::<20, 16>(self.r_dip.q.val().get_bits::<16>(0));
         self.r_l4len.d.next = self.q_l4.val();
-        self.q_hconst.next = 14.into();
+        self.q_hconst.next = self.k_hdr_v4.val();
         if self.r_v6.q.val() & self.r_vlan.q.val() {
-            self.q_hconst.next = 78.into();
+            self.q_hconst.next = self.k_hdr_v6_vlan.val();
         }
         if self.r_v6.q.val() & !self.r_vlan.q.val() {
-            self.q_hconst.next = 74.into();
+            self.q_hconst.next = self.k_hdr_v6.val();
         }
         if !self.r_v6.q.val() & self.r_vlan.q.val() {
-            self.q_hconst.next = 58.into();
-        }
-        if !self.r_v6.q.val() & !self.r_vlan.q.val() {
-            self.q_hconst.next = 54.into();
+            self.q_hconst.next = self.k_hdr_v4_vlan.val();
         }
         self.q_tp.next = self.r_thlen.q.val() + self.r_plen.q.val();
         self.r_hl.d.next = self.r_thlen.q.val() + self.q_hconst.val();
@@ -840,7 +847,6 @@ impl Logic for TxFrameBuilder {
                 self.l3.next =
                     (bit_cast::<1024, 160>(self.ip4.val()) << 864_u64) | (self.l4.val() >> 160_u64);
             }
-            self.hl.next = self.r_hl.q.val();
         } else {
             self.l4_len.next = 0.into();
             self.eth.next = 0.into();
@@ -851,7 +857,6 @@ impl Logic for TxFrameBuilder {
             self.ip6.next = 0.into();
             self.l4.next = 0.into();
             self.l3.next = 0.into();
-            self.hl.next = 0.into();
         }
 
         // ---- Generation of beat k of the current frame.
@@ -979,9 +984,9 @@ impl Logic for TxFrameBuilder {
                 self.nx_hdr.d.next = (bit_cast::<1024, 144>(self.eth.val() >> 32_u64) << 912_u64)
                     | (self.l3.val() >> 112_u64);
             }
-            self.nx_hlen.d.next = self.hl.val();
-            self.nx_hbeat.d.next = bit_cast::<13, 16>(self.hl.val() >> 3_u64);
-            self.nx_rsh.d.next = bit_cast::<3, 16>(self.hl.val());
+            self.nx_hlen.d.next = self.r_hl.q.val();
+            self.nx_hbeat.d.next = bit_cast::<13, 16>(self.r_hl.q.val() >> 3_u64);
+            self.nx_rsh.d.next = bit_cast::<3, 16>(self.r_hl.q.val());
             self.nx_flen.d.next = self.r_flen.q.val();
             self.nx_nbeats.d.next = self.r_nbeats.q.val();
             self.nx_pay_beats.d.next = self.r_pbeats.q.val();
@@ -992,7 +997,7 @@ impl Logic for TxFrameBuilder {
             }
             self.nx_vlan.d.next = self.r_vlan.q.val();
             self.nx_v6.d.next = self.r_v6.q.val();
-            self.nx_pleft.d.next = self.hl.val() + self.r_plen.q.val();
+            self.nx_pleft.d.next = self.r_hl.q.val() + self.r_plen.q.val();
             self.nx_port.d.next = self.r_port.q.val();
         } else if self.load.val() {
             self.nx_valid.d.next = false;
@@ -1104,7 +1109,6 @@ impl Logic for TxFrameBuilder {
         if self.mv34.val() {
             self.d4_valid.d.next = true;
             self.d4_data.d.next = self.d3_data.q.val();
-            self.d4_k.d.next = self.d3_k.q.val();
             self.d4_par.d.next = self.d3_par.q.val();
             self.d4_keep.d.next = self.keep3.val();
             self.d4_ic_en.d.next = self.ic_en3.val();

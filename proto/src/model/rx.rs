@@ -56,19 +56,11 @@ impl FastPath {
         self.receive_checking(port, frame, mem, IcrcCheck::Compute)
     }
 
-    /// [`Self::receive_on`] for a frame whose ICRC trailer is known to be that of its bytes
-    /// ([`IcrcCheck::KnownGood`]: built by this model's transmit path and changed since only
-    /// in fields the ICRC masks): the same result, without computing the ICRC again.
-    pub fn receive_on_icrc_known_good(
-        &mut self,
-        port: u8,
-        frame: &[u8],
-        mem: &mut dyn HostMemory,
-    ) -> Verdict {
-        self.receive_checking(port, frame, mem, IcrcCheck::KnownGood)
-    }
-
-    fn receive_checking(
+    /// [`Self::receive_on`], with the ICRC computed ([`IcrcCheck::Compute`], what
+    /// `receive_on` does) or, for a frame whose ICRC trailer is known to be that of its bytes
+    /// (built by this model's transmit path and changed since only in fields the ICRC masks),
+    /// not computed again ([`IcrcCheck::KnownGood`]): the same result either way.
+    pub fn receive_checking(
         &mut self,
         port: u8,
         frame: &[u8],
