@@ -142,7 +142,8 @@ enum FState {
 pub struct TxEngine<const C: usize> {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Synchronous reset: head := 0, engine idle (table contents are kept).
+    /// Synchronous reset: head := 0, engine idle (table contents are kept). Registered on
+    /// the way in, so it acts one clock later: hold it for at least two cycles.
     pub reset: Signal<In, Bit>,
     /// `CONTROL_TX_ENABLE`.
     pub enable: Signal<In, Bit>,
@@ -356,6 +357,9 @@ pub struct TxEngine<const C: usize> {
     fetched: DFF<Bits<32>>,
     pf_addr: DFF<Bits<64>>,
     pf_n: DFF<Bits<4>>,
+    // The reset, registered here: the input reaches every block of the core from one
+    // flip-flop, and the read grant is gated by it, so it must start near that logic.
+    rst: DFF<Bit>,
     pf_arm: DFF<Bit>,
     // `pf_arm` a cycle late, and the descriptors between `fetch` and the tail, registered: the
     // next batch's size then comes from flip-flops, and lags `fetch` by two cycles, during
@@ -868,6 +872,7 @@ impl<const C: usize> Default for TxEngine<C> {
             fetched: Default::default(),
             pf_addr: Default::default(),
             pf_n: Default::default(),
+            rst: Default::default(),
             pf_arm: Default::default(),
             pf_armed: Default::default(),
             pf_armed2: Default::default(),
@@ -1073,7 +1078,7 @@ impl<const C: usize> Logic for TxEngine<C> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, fetch, fetched, pf_addr, pf_n, pf_arm, pf_armed, pf_armed2, n_pre,
+            self, clock, rst, fetch, fetched, pf_addr, pf_n, pf_arm, pf_armed, pf_armed2, n_pre,
             s_rem_q, ahead_q, t_rem_q, single, desc_out, desc_drop, dbeat, tq_desc, tq_cm,
             old_desc, old_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done, rc_used, tq_full,
             rc_full, room_ok, pres, pwr, hend, low_q, cm, cm_busy, lf, la_run, la_cnt, nf, nf_bad,
@@ -1084,6 +1089,7 @@ impl<const C: usize> Logic for TxEngine<C> {
             j_ack, j_psn, j_th, j_thlen, j_plen, j_port, j_beats, j_start, streaming, left, rptr,
             pend, pend_start, pend_beats, cb_pend, cb_amount
         );
+        self.rst.d.next = self.reset.val();
         self.ctab.read_clock.next = self.clock.val();
         self.ctab.write_clock.next = self.clock.val();
         self.chk.read_clock.next = self.clock.val();
@@ -1130,7 +1136,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.f_payload_len.next = self.j_plen.q.val();
         self.f_port.next = self.j_port.q.val();
         self.pay_slice.clock.next = self.clock.val();
-        self.pay_slice.reset.next = self.reset.val();
+        self.pay_slice.reset.next = self.rst.q.val();
         self.pay_slice.in_valid.next = self.streaming.q.val();
         self.pay_slice.in_data.next = self.pbuf.read_data.val();
         self.pay_slice.out_ready.next = self.p_tready.val();
@@ -1402,7 +1408,7 @@ impl<const C: usize> Logic for TxEngine<C> {
             & !self.tq_full.q.val()
             & !self.rc_full.q.val()
             & !self.txq_reset.val()
-            & !self.reset.val();
+            & !self.rst.q.val();
         if self.is_cm.q.val() {
             self.f_can.next = self.f_can.val() & !self.cm_busy.q.val();
         } else {
@@ -1416,7 +1422,7 @@ impl<const C: usize> Logic for TxEngine<C> {
             & !self.tq_full.q.val()
             & !self.f_can.val()
             & !self.txq_reset.val()
-            & !self.reset.val();
+            & !self.rst.q.val();
         if self.f_can.val() {
             self.rd_req_valid.next = true;
             self.rd_req_addr.next = self.req_addr.q.val();
@@ -1439,7 +1445,7 @@ impl<const C: usize> Logic for TxEngine<C> {
                 self.tq_cm.d.next = self.tq_cm.q.val() | (self.k_bit.val() << self.tq_w.val());
             }
         }
-        self.pf_arm.d.next = !self.pf_grant.val() & !self.txq_reset.val() & !self.reset.val();
+        self.pf_arm.d.next = !self.pf_grant.val() & !self.txq_reset.val() & !self.rst.q.val();
         if self.pf_grant.val() {
             self.fetch.d.next = self.fetch.q.val() + bit_cast::<32, 4>(self.pf_n.q.val());
             if self.single.q.val() != 0_u64 {
@@ -1456,7 +1462,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.r_drop.next = (self.drain.q.val() != 0_u64)
             | (self.k_is_desc.val() & (self.desc_drop.q.val() != 0_u64))
             | self.txq_reset.val()
-            | self.reset.val();
+            | self.rst.q.val();
         self.r_desc.next = self.rd_tvalid.val() & !self.r_drop.val() & self.k_is_desc.val();
         self.r_pay.next =
             self.rd_tvalid.val() & !self.r_drop.val() & !self.k_is_desc.val() & !self.k_is_cm.val();
@@ -1973,7 +1979,7 @@ impl<const C: usize> Logic for TxEngine<C> {
             }
             self.stale.d.next = false;
         }
-        if self.txq_reset.val() | self.reset.val() {
+        if self.txq_reset.val() | self.rst.q.val() {
             // Whatever is not retired belongs to the old ring: the reads in flight are
             // drained (all tags but one that ends now), the store, the jobs, the payload not
             // handed over and the CM register are given up.
@@ -2010,7 +2016,7 @@ impl<const C: usize> Logic for TxEngine<C> {
             self.head.d.next = 0.into();
             self.stale.d.next = (self.state.q.val() == State::Refuse) & !self.inc.val();
         }
-        if self.reset.val() {
+        if self.rst.q.val() {
             self.state.d.next = State::Idle;
             self.head.d.next = 0.into();
             self.stale.d.next = false;
@@ -2055,7 +2061,7 @@ impl<const C: usize> Logic for TxEngine<C> {
 pub struct TxPath {
     /// Clock.
     pub clock: Signal<In, Clock>,
-    /// Synchronous reset.
+    /// Synchronous reset (hold for at least two cycles: the engine registers it).
     pub reset: Signal<In, Bit>,
     /// `CONTROL_TX_ENABLE`.
     pub enable: Signal<In, Bit>,

@@ -166,7 +166,9 @@ impl RtlTxPath {
             frame_port: None,
             counted: [0; COUNTER_SLOTS],
         };
+        // Two edges: the engine registers its reset.
         me.set("reset", 1);
+        me.edge();
         me.edge();
         me.set("reset", 0);
         Ok(me)
