@@ -153,7 +153,9 @@ pub struct TxEngine<const C: usize> {
     pub txq_log_size: Signal<In, Bits<5>>,
     /// `TXQ_TAIL`.
     pub txq_tail: Signal<In, Bits<32>>,
-    /// Pulse: head := 0 (a write of `TXQ_LOG_SIZE`).
+    /// Pulse: head := 0 (a write of `TXQ_LOG_SIZE`). Registered on the way in together with
+    /// `enable`, `txq_base`, `txq_log_size` and `txq_tail`: all five act one clock later, in
+    /// the same cycle as each other.
     pub txq_reset: Signal<In, Bit>,
     /// The NIC's nanosecond clock; the data header timestamp is its low 32 bits.
     pub now_ns: Signal<In, Bits<64>>,
@@ -360,6 +362,13 @@ pub struct TxEngine<const C: usize> {
     // The reset, registered here: the input reaches every block of the core from one
     // flip-flop, and the read grant is gated by it, so it must start near that logic.
     rst: DFF<Bit>,
+    // The ring's registers, registered here together with its reset pulse, so that they still
+    // arrive in the same cycle: `txq_reset` gates the read grant, and came from across the die.
+    ring_reset: DFF<Bit>,
+    ring_enable: DFF<Bit>,
+    ring_base: DFF<Bits<64>>,
+    ring_log_size: DFF<Bits<5>>,
+    ring_tail: DFF<Bits<32>>,
     pf_arm: DFF<Bit>,
     // `pf_arm` a cycle late, and the descriptors between `fetch` and the tail, registered: the
     // next batch's size then comes from flip-flops, and lags `fetch` by two cycles, during
@@ -390,6 +399,10 @@ pub struct TxEngine<const C: usize> {
     tq_wr: DFF<Bits<TAG_PTR_BITS>>,
     tq_rd: DFF<Bits<TAG_PTR_BITS>>,
     drain: DFF<Bits<TAG_PTR_BITS>>,
+    // `drain != 0` and `desc_drop != 0` as flip-flops, from the counts' next values: every
+    // read beat's routing starts from them.
+    draining: DFF<Bit>,
+    dropping: DFF<Bit>,
     rerr: DFF<Bits<32>>,
     rc_iss: DFF<Bits<TAG_PTR_BITS>>,
     rc_done: DFF<Bits<TAG_PTR_BITS>>,
@@ -873,6 +886,11 @@ impl<const C: usize> Default for TxEngine<C> {
             pf_addr: Default::default(),
             pf_n: Default::default(),
             rst: Default::default(),
+            ring_reset: Default::default(),
+            ring_enable: Default::default(),
+            ring_base: Default::default(),
+            ring_log_size: Default::default(),
+            ring_tail: Default::default(),
             pf_arm: Default::default(),
             pf_armed: Default::default(),
             pf_armed2: Default::default(),
@@ -891,6 +909,8 @@ impl<const C: usize> Default for TxEngine<C> {
             tq_wr: Default::default(),
             tq_rd: Default::default(),
             drain: Default::default(),
+            draining: Default::default(),
+            dropping: Default::default(),
             rerr: Default::default(),
             rc_iss: Default::default(),
             rc_done: Default::default(),
@@ -1078,18 +1098,123 @@ impl<const C: usize> Logic for TxEngine<C> {
     #[hdl_gen]
     fn update(&mut self) {
         dff_setup!(
-            self, clock, rst, fetch, fetched, pf_addr, pf_n, pf_arm, pf_armed, pf_armed2, n_pre,
-            s_rem_q, ahead_q, t_rem_q, single, desc_out, desc_drop, dbeat, tq_desc, tq_cm,
-            old_desc, old_cm, tq_wr, tq_rd, drain, rerr, rc_iss, rc_done, rc_used, tq_full,
-            rc_full, room_ok, pres, pwr, hend, low_q, cm, cm_busy, lf, la_run, la_cnt, nf, nf_bad,
-            nf_valid, fstate, fdesc, f, op_ok, is_cm, is_write, has_imm, thlen, conn_ok, len_bad,
-            port_bad, chk_q, fbeats, req_addr, req_len, lb, lb_run, lb_cnt, nb, nj, nb_valid,
-            state, head, stale, desc, job, conn_q, reason, th, j_valid, j_dst_mac, j_src_mac,
-            j_vlan, j_tci, j_ipv6, j_sip, j_dip, j_dscp, j_sport, j_dport, j_opcode, j_se, j_dest,
-            j_ack, j_psn, j_th, j_thlen, j_plen, j_port, j_beats, j_start, streaming, left, rptr,
-            pend, pend_start, pend_beats, cb_pend, cb_amount
+            self,
+            clock,
+            rst,
+            ring_reset,
+            ring_enable,
+            ring_base,
+            ring_log_size,
+            ring_tail,
+            fetch,
+            fetched,
+            pf_addr,
+            pf_n,
+            pf_arm,
+            pf_armed,
+            pf_armed2,
+            n_pre,
+            s_rem_q,
+            ahead_q,
+            t_rem_q,
+            single,
+            desc_out,
+            desc_drop,
+            dbeat,
+            tq_desc,
+            tq_cm,
+            old_desc,
+            old_cm,
+            tq_wr,
+            tq_rd,
+            drain,
+            draining,
+            dropping,
+            rerr,
+            rc_iss,
+            rc_done,
+            rc_used,
+            tq_full,
+            rc_full,
+            room_ok,
+            pres,
+            pwr,
+            hend,
+            low_q,
+            cm,
+            cm_busy,
+            lf,
+            la_run,
+            la_cnt,
+            nf,
+            nf_bad,
+            nf_valid,
+            fstate,
+            fdesc,
+            f,
+            op_ok,
+            is_cm,
+            is_write,
+            has_imm,
+            thlen,
+            conn_ok,
+            len_bad,
+            port_bad,
+            chk_q,
+            fbeats,
+            req_addr,
+            req_len,
+            lb,
+            lb_run,
+            lb_cnt,
+            nb,
+            nj,
+            nb_valid,
+            state,
+            head,
+            stale,
+            desc,
+            job,
+            conn_q,
+            reason,
+            th,
+            j_valid,
+            j_dst_mac,
+            j_src_mac,
+            j_vlan,
+            j_tci,
+            j_ipv6,
+            j_sip,
+            j_dip,
+            j_dscp,
+            j_sport,
+            j_dport,
+            j_opcode,
+            j_se,
+            j_dest,
+            j_ack,
+            j_psn,
+            j_th,
+            j_thlen,
+            j_plen,
+            j_port,
+            j_beats,
+            j_start,
+            streaming,
+            left,
+            rptr,
+            pend,
+            pend_start,
+            pend_beats,
+            cb_pend,
+            cb_amount
         );
         self.rst.d.next = self.reset.val();
+        self.ring_reset.d.next = self.txq_reset.val();
+        self.ring_enable.d.next = self.enable.val();
+        self.ring_base.d.next = self.txq_base.val();
+        self.ring_log_size.d.next = self.txq_log_size.val();
+        self.ring_tail.d.next = self.txq_tail.val();
         self.ctab.read_clock.next = self.clock.val();
         self.ctab.write_clock.next = self.clock.val();
         self.chk.read_clock.next = self.clock.val();
@@ -1355,17 +1480,17 @@ impl<const C: usize> Logic for TxEngine<C> {
         // that the 32-bit differences do not reach the read request in the same cycle. A
         // batch ends at the tail, at the ring's wrap, at the store's free slots and at
         // `MAX_BATCH`; after a faulted batch, one descriptor per read (`single`).
-        self.want.next = self.enable.val()
-            & (self.txq_log_size.val() != 0_u64)
-            & (self.head.q.val() != self.txq_tail.val());
-        self.mask.next = !(self.k_ones.val() << self.txq_log_size.val());
-        self.desc_addr.next = self.txq_base.val()
+        self.want.next = self.ring_enable.q.val()
+            & (self.ring_log_size.q.val() != 0_u64)
+            & (self.head.q.val() != self.ring_tail.q.val());
+        self.mask.next = !(self.k_ones.val() << self.ring_log_size.q.val());
+        self.desc_addr.next = self.ring_base.q.val()
             + (bit_cast::<64, 32>(self.fetch.q.val() & self.mask.val()) << self.k_desc_shift.val());
         self.pf_addr.d.next = self.desc_addr.val();
         self.occ.next =
             self.fetch.q.val().get_bits::<IDX_BITS>(0) - self.head.q.val().get_bits::<IDX_BITS>(0);
         self.s_rem.next = self.k_slots.val() - self.occ.val();
-        self.t_rem_q.d.next = self.txq_tail.val() - self.fetch.q.val();
+        self.t_rem_q.d.next = self.ring_tail.q.val() - self.fetch.q.val();
         self.pf_armed.d.next = self.pf_arm.q.val();
         self.pf_armed2.d.next = self.pf_armed.q.val();
         // Slots after `fetch` before the ring wraps: the batch may take one more than that, so a
@@ -1395,7 +1520,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.pf_n.d.next = self.n_pre.q.val();
         if (self.s_rem_q.q.val() < bit_cast::<IDX_BITS, 4>(self.n_pre.q.val()))
             | (self.ahead_q.q.val() < bit_cast::<IDX_BITS, 4>(self.n_pre.q.val()))
-            | (self.txq_log_size.val() == 0_u64)
+            | (self.ring_log_size.q.val() == 0_u64)
         {
             self.pf_n.d.next = 0.into();
         }
@@ -1407,7 +1532,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.f_can.next = (self.fstate.q.val() == FState::Issue)
             & !self.tq_full.q.val()
             & !self.rc_full.q.val()
-            & !self.txq_reset.val()
+            & !self.ring_reset.q.val()
             & !self.rst.q.val();
         if self.is_cm.q.val() {
             self.f_can.next = self.f_can.val() & !self.cm_busy.q.val();
@@ -1418,10 +1543,10 @@ impl<const C: usize> Logic for TxEngine<C> {
             & self.pf_armed.q.val()
             & self.pf_armed2.q.val()
             & (self.pf_n.q.val() != 0_u64)
-            & self.enable.val()
+            & self.ring_enable.q.val()
             & !self.tq_full.q.val()
             & !self.f_can.val()
-            & !self.txq_reset.val()
+            & !self.ring_reset.q.val()
             & !self.rst.q.val();
         if self.f_can.val() {
             self.rd_req_valid.next = true;
@@ -1445,7 +1570,7 @@ impl<const C: usize> Logic for TxEngine<C> {
                 self.tq_cm.d.next = self.tq_cm.q.val() | (self.k_bit.val() << self.tq_w.val());
             }
         }
-        self.pf_arm.d.next = !self.pf_grant.val() & !self.txq_reset.val() & !self.rst.q.val();
+        self.pf_arm.d.next = !self.pf_grant.val() & !self.ring_reset.q.val() & !self.rst.q.val();
         if self.pf_grant.val() {
             self.fetch.d.next = self.fetch.q.val() + bit_cast::<32, 4>(self.pf_n.q.val());
             if self.single.q.val() != 0_u64 {
@@ -1459,9 +1584,9 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.k_is_desc.next = self.old_desc.q.val();
         self.k_is_cm.next = self.old_cm.q.val();
         self.r_end.next = self.rd_tvalid.val() & self.rd_tlast.val();
-        self.r_drop.next = (self.drain.q.val() != 0_u64)
-            | (self.k_is_desc.val() & (self.desc_drop.q.val() != 0_u64))
-            | self.txq_reset.val()
+        self.r_drop.next = self.draining.q.val()
+            | (self.k_is_desc.val() & self.dropping.q.val())
+            | self.ring_reset.q.val()
             | self.rst.q.val();
         self.r_desc.next = self.rd_tvalid.val() & !self.r_drop.val() & self.k_is_desc.val();
         self.r_pay.next =
@@ -1523,9 +1648,9 @@ impl<const C: usize> Logic for TxEngine<C> {
         }
         if self.r_end.val() {
             self.tq_rd.d.next = self.tq_rd.q.val() + 1_u64;
-            if self.drain.q.val() != 0_u64 {
+            if self.draining.q.val() {
                 self.drain.d.next = self.drain.q.val() - 1_u64;
-            } else if self.k_is_desc.val() & (self.desc_drop.q.val() != 0_u64) {
+            } else if self.k_is_desc.val() & self.dropping.q.val() {
                 self.desc_drop.d.next = self.desc_drop.q.val() - 1_u64;
             }
         }
@@ -1581,7 +1706,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         // ---- Front end: checks in the model's order, then the read.
         match self.fstate.q.val() {
             FState::Idle => {
-                if self.nf_valid.q.val() & self.enable.val() & !self.txq_reset.val() {
+                if self.nf_valid.q.val() & self.ring_enable.q.val() & !self.ring_reset.q.val() {
                     self.fdesc.d.next = self.nf.q.val();
                     self.nf_valid.d.next = false;
                     if self.nf_bad.q.val() {
@@ -1839,7 +1964,7 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.r_err.next = self.rerr.q.val().get_bit(self.rc_r.val().index());
         match self.state.q.val() {
             State::Idle => {
-                if self.nb_valid.q.val() & !self.txq_reset.val() {
+                if self.nb_valid.q.val() & !self.ring_reset.q.val() {
                     self.desc.d.next = self.nb.q.val();
                     self.job.d.next = self.nj.q.val();
                     self.nb_valid.d.next = false;
@@ -1865,7 +1990,8 @@ impl<const C: usize> Logic for TxEngine<C> {
             State::Wait => {
                 if !self.b_read.val() {
                     self.state.d.next = State::Handoff;
-                } else if (self.rc_done.q.val() != self.rc_used.q.val()) & !self.txq_reset.val() {
+                } else if (self.rc_done.q.val() != self.rc_used.q.val()) & !self.ring_reset.q.val()
+                {
                     self.rc_used.d.next = self.rc_used.q.val() + 1_u64;
                     if self.r_err.val() {
                         self.reason.d.next = self.k_r_dma.val();
@@ -1898,7 +2024,7 @@ impl<const C: usize> Logic for TxEngine<C> {
                 self.state.d.next = State::Handoff;
             }
             State::Handoff => {
-                if self.h_ok.val() & !self.txq_reset.val() {
+                if self.h_ok.val() & !self.ring_reset.q.val() {
                     self.j_valid.d.next = true;
                     self.j_dst_mac.d.next = self.e_mac.val();
                     self.j_src_mac.d.next = self.src_mac.val();
@@ -1979,7 +2105,7 @@ impl<const C: usize> Logic for TxEngine<C> {
             }
             self.stale.d.next = false;
         }
-        if self.txq_reset.val() | self.rst.q.val() {
+        if self.ring_reset.q.val() | self.rst.q.val() {
             // Whatever is not retired belongs to the old ring: the reads in flight are
             // drained (all tags but one that ends now), the store, the jobs, the payload not
             // handed over and the CM register are given up.
@@ -2012,7 +2138,7 @@ impl<const C: usize> Logic for TxEngine<C> {
                 self.state.d.next = State::Idle;
             }
         }
-        if self.txq_reset.val() {
+        if self.ring_reset.q.val() {
             self.head.d.next = 0.into();
             self.stale.d.next = (self.state.q.val() == State::Refuse) & !self.inc.val();
         }
@@ -2051,6 +2177,8 @@ impl<const C: usize> Logic for TxEngine<C> {
         self.room_ok.d.next = (bit_cast::<13, PTR_BITS>(self.fbeats.d.val())
             + bit_cast::<13, PTR_BITS>(self.used.val()))
             <= bit_cast::<13, PTR_BITS>(self.k_buf_beats.val());
+        self.draining.d.next = self.drain.d.val() != 0_u64;
+        self.dropping.d.next = self.desc_drop.d.val() != 0_u64;
     }
 }
 

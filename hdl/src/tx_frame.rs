@@ -209,6 +209,10 @@ pub struct TxFrameBuilder {
     g_vlan: DFF<Bit>,
     g_v6: DFF<Bit>,
     k: DFF<Bits<13>>,
+    // `k` one-hot while it is below 16 (zero after): it picks the next header word in one
+    // AND-OR level, where comparing the 13-bit count with each index put the counter at the
+    // start of the transmit path's longest paths.
+    k_hot: DFF<Bits<16>>,
     consumed: DFF<Bits<13>>,
     // Compares of the beat counters, registered beside them (set from the values being loaded,
     // or from compares of the old ones one step ahead), so that no carry chain on a counter
@@ -279,6 +283,10 @@ pub struct TxFrameBuilder {
     st_go: DFF<Bit>,
     st_par: DFF<Bit>,
     st_crc: DFF<Bits<32>>,
+    // The whole-beat step's result beside the tail's (`st_crc`), picked after the register:
+    // a multiplexer between them behind both matrices was the transmit path's longest path.
+    st_crc_full: DFF<Bits<32>>,
+    st_full: DFF<Bit>,
     crc_full: Crc32Full,
     crc_tail: Crc32Tail,
     // The output register slice: the last buffer stage moves on when the slice has room (a
@@ -306,6 +314,7 @@ pub struct TxFrameBuilder {
     need_pay: Signal<Local, Bit>,
     beat_out: Signal<Local, Bits<64>>,
     hdr_next: Signal<Local, Bits<64>>,
+    hdr_part: [Signal<Local, Bits<64>>; 15],
     pay_beat: Signal<Local, Bits<64>>,
     shift_r: Signal<Local, Bits<3>>,
     h_mask: Signal<Local, Bits<64>>,
@@ -339,7 +348,7 @@ pub struct TxFrameBuilder {
     v_pos: Signal<Local, Bits<17>>,
     v_room: Signal<Local, Bits<17>>,
     v_n: Signal<Local, Bits<3>>,
-    crc_step: Signal<Local, Bits<32>>,
+    st_result: Signal<Local, Bits<32>>,
     fl_next: Signal<Local, Bits<64>>,
     o_crc: Signal<Local, Bits<32>>,
     o_port: Signal<Local, Bits<PORT_BITS>>,
@@ -483,6 +492,7 @@ impl Default for TxFrameBuilder {
             g_vlan: Default::default(),
             g_v6: Default::default(),
             k: Default::default(),
+            k_hot: Default::default(),
             consumed: Default::default(),
             k_ge_hbeat: Default::default(),
             pay_left: Default::default(),
@@ -544,6 +554,8 @@ impl Default for TxFrameBuilder {
             st_go: Default::default(),
             st_par: Default::default(),
             st_crc: Default::default(),
+            st_crc_full: Default::default(),
+            st_full: Default::default(),
             crc_full: Default::default(),
             crc_tail: Default::default(),
             out_slice: Default::default(),
@@ -567,6 +579,7 @@ impl Default for TxFrameBuilder {
             need_pay: Default::default(),
             beat_out: Default::default(),
             hdr_next: Default::default(),
+            hdr_part: Default::default(),
             pay_beat: Default::default(),
             shift_r: Default::default(),
             h_mask: Default::default(),
@@ -596,7 +609,7 @@ impl Default for TxFrameBuilder {
             v_pos: Default::default(),
             v_room: Default::default(),
             v_n: Default::default(),
-            crc_step: Default::default(),
+            st_result: Default::default(),
             fl_next: Default::default(),
             o_crc: Default::default(),
             o_port: Default::default(),
@@ -670,6 +683,7 @@ impl Logic for TxFrameBuilder {
             g_vlan,
             g_v6,
             k,
+            k_hot,
             consumed,
             k_ge_hbeat,
             pay_left,
@@ -721,7 +735,9 @@ impl Logic for TxFrameBuilder {
             d4_par,
             st_go,
             st_par,
-            st_crc
+            st_crc,
+            st_crc_full,
+            st_full
         );
         self.s_pay_tready.next = false;
 
@@ -861,12 +877,29 @@ impl Logic for TxFrameBuilder {
 
         // ---- Generation of beat k of the current frame.
         // The header's bits for beat k + 1 (zero past the 16 beats a header can fill).
-        self.hdr_next.next = 0.into();
+        // One term per index, each zero unless selected, then ORed (the indices exclude each
+        // other): a chain of overriding `if`s would be a chain of multiplexers.
         for b in 1_usize..16 {
-            if self.k.q.val() == (b - 1).to_bits::<13>() {
-                self.hdr_next.next = self.hdr.q.val().get_bits::<64>(960 - 64 * b);
+            self.hdr_part[b - 1].next = 0.into();
+            if self.k_hot.q.val().get_bit(b - 1) {
+                self.hdr_part[b - 1].next = self.hdr.q.val().get_bits::<64>(960 - 64 * b);
             }
         }
+        self.hdr_next.next = self.hdr_part[0].val()
+            | self.hdr_part[1].val()
+            | self.hdr_part[2].val()
+            | self.hdr_part[3].val()
+            | self.hdr_part[4].val()
+            | self.hdr_part[5].val()
+            | self.hdr_part[6].val()
+            | self.hdr_part[7].val()
+            | self.hdr_part[8].val()
+            | self.hdr_part[9].val()
+            | self.hdr_part[10].val()
+            | self.hdr_part[11].val()
+            | self.hdr_part[12].val()
+            | self.hdr_part[13].val()
+            | self.hdr_part[14].val();
         // Big-endian header bytes to little-endian lanes.
         self.lane.next = 0.into();
         for i in 0_usize..8 {
@@ -1077,18 +1110,20 @@ impl Logic for TxFrameBuilder {
         self.crc_tail.data.next = self.vp_data.q.val();
         self.crc_tail.lanes.next = self.vp_lanes.q.val();
         self.crc.d.next = self.crc_full.crc_out.val();
-        self.crc_step.next = self.crc_tail.crc_out.val();
-        if self.vp_full.q.val() {
-            self.crc_step.next = self.crc_full.crc_out.val();
-        }
         self.st_go.d.next = self.vp_lanes.q.val().get_bit(0);
         self.st_par.d.next = self.vp_par.q.val();
-        self.st_crc.d.next = self.crc_step.val();
+        self.st_full.d.next = self.vp_full.q.val();
+        self.st_crc.d.next = self.crc_tail.crc_out.val();
+        self.st_crc_full.d.next = self.crc_full.crc_out.val();
+        self.st_result.next = self.st_crc.q.val();
+        if self.st_full.q.val() {
+            self.st_result.next = self.st_crc_full.q.val();
+        }
         if self.st_go.q.val() {
             if self.st_par.q.val() {
-                self.o1_crc.d.next = self.st_crc.q.val();
+                self.o1_crc.d.next = self.st_result.val();
             } else {
-                self.o0_crc.d.next = self.st_crc.q.val();
+                self.o0_crc.d.next = self.st_result.val();
             }
         }
         if self.vp_go.q.val() & self.vp_final.q.val() {
@@ -1145,6 +1180,7 @@ impl Logic for TxFrameBuilder {
                 self.vj.d.next = self.vj.q.val() + 1_u64;
             }
             self.k.d.next = self.k.q.val() + 1_u64;
+            self.k_hot.d.next = self.k_hot.q.val() << 1_u64;
             self.hdr_beat.d.next = self.hdr_next.val();
             self.h_left.d.next = 0.into();
             if self.h_left.q.val().get_bits::<13>(3) != 0_u64 {
@@ -1202,6 +1238,7 @@ impl Logic for TxFrameBuilder {
             self.g_vlan.d.next = self.nx_vlan.q.val();
             self.g_v6.d.next = self.nx_v6.q.val();
             self.k.d.next = 0.into();
+            self.k_hot.d.next = 1.into();
             self.consumed.d.next = 0.into();
             self.k_ge_hbeat.d.next = self.nx_hbeat.q.val() == 0_u64;
             self.pay_left.d.next = self.nx_pay_beats.q.val() != 0_u64;
