@@ -16,6 +16,7 @@ use ferroce_proto::wire::{
     Ipv4Repr, Ipv6Repr, NakReason, NakRepr, Opcode, ParseError, ROCEV2_UDP_PORT, RethRepr,
     SACK_BITS, TagPageError, TransportRepr, UdpRepr, ethernet, parse_frame, transport,
 };
+use ferroce_proto::wire::{FrameBuf, SharedBytes, SplitFrame};
 use ferroce_proto::wire::{IcrcCheck, parse_frame_checking};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -1158,5 +1159,97 @@ proptest! {
         let bit = bit.index(frame.payload.len() * 8);
         bytes[start + bit / 8] ^= 1 << (bit % 8);
         prop_assert_eq!(parse_frame(&bytes, frame.dst_port).err(), Some(ParseError::BadIcrc));
+    }
+
+    /// A split frame is the emitted frame: its bytes (ICRC included), its head and its length,
+    /// whatever buffer its payload is shared from.
+    #[test]
+    fn a_split_frame_holds_the_emitted_frame(
+        frame in arb_frame(),
+        before in prop::collection::vec(any::<u8>(), 0..64),
+        after in prop::collection::vec(any::<u8>(), 0..64),
+    ) {
+        let repr = frame.repr();
+        let bytes = repr.emit();
+        let buf = [&before[..], &frame.payload, &after].concat();
+        let shared = SharedBytes::new(
+            std::sync::Arc::new(buf),
+            before.len()..before.len() + frame.payload.len(),
+        )
+        .unwrap();
+        prop_assert_eq!(shared.as_slice(), &frame.payload[..]);
+        let split = SplitFrame::emit(&FrameRepr { payload: &[], ..repr.clone() }, shared.clone())
+            .expect("every ferroce header stack fits");
+        prop_assert_eq!(split.to_bytes(), bytes.clone());
+        prop_assert_eq!(split.frame_len(), bytes.len());
+        prop_assert_eq!(split.head(), &bytes[..bytes.len() - 4 - frame.payload.len()]);
+        prop_assert_eq!(&split.icrc()[..], &bytes[bytes.len() - 4..]);
+        prop_assert_eq!(FrameBuf::emit(&repr, shared).into_bytes(), bytes);
+    }
+
+    /// A split frame parses as its bytes do, the payload borrowed from the shared one, however
+    /// the scratch buffer is filled (the parse must not read what an earlier frame left
+    /// there), with the right UDP port or another.
+    #[test]
+    fn a_split_frame_parses_as_its_bytes_do(
+        frame in arb_frame(),
+        other_port in any::<u16>(),
+        scratch in prop::collection::vec(any::<u8>(), 0..6000),
+    ) {
+        let bytes = frame.repr().emit();
+        let split = SplitFrame::emit(&frame.repr(), SharedBytes::from_vec(frame.payload.clone()))
+            .unwrap();
+        for port in [frame.dst_port, other_port] {
+            let mut scratch = scratch.clone();
+            let parsed = split.parse_in(port, &mut scratch);
+            prop_assert_eq!(parsed, parse_frame_checking(&bytes, port, IcrcCheck::KnownGood));
+            prop_assert_eq!(parsed, parse_frame(&bytes, port));
+            if let Ok(f) = parsed {
+                prop_assert!(std::ptr::eq(f.payload, split.payload().as_slice()));
+            }
+        }
+    }
+
+    /// A split frame whose headers changed (any byte, any value: other lengths, other types,
+    /// errors) parses as the whole frame with those headers does.
+    #[test]
+    fn a_changed_split_frame_parses_as_its_bytes_do(
+        frame in arb_frame(),
+        at in any::<prop::sample::Index>(),
+        xor in 1u8..=255,
+        scratch in prop::collection::vec(any::<u8>(), 0..6000),
+    ) {
+        let mut split =
+            SplitFrame::emit(&frame.repr(), SharedBytes::from_vec(frame.payload.clone())).unwrap();
+        let head = split.head_mut();
+        let at = at.index(head.len());
+        head[at] ^= xor;
+        let bytes = split.to_bytes();
+        let mut scratch = scratch;
+        prop_assert_eq!(
+            split.parse_in(frame.dst_port, &mut scratch),
+            parse_frame_checking(&bytes, frame.dst_port, IcrcCheck::KnownGood)
+        );
+    }
+
+    /// A split frame whose BTH opcode changed to any other (its transport headers then have
+    /// another length, so the payload starts elsewhere: the parser must not find it at the
+    /// end of the head, nor read what the scratch buffer holds) parses as its bytes do.
+    #[test]
+    fn a_split_frame_with_another_opcode_parses_as_its_bytes_do(
+        frame in arb_frame(),
+        opcode in arb_opcode(),
+        scratch in prop::collection::vec(any::<u8>(), 0..6000),
+    ) {
+        let mut split =
+            SplitFrame::emit(&frame.repr(), SharedBytes::from_vec(frame.payload.clone())).unwrap();
+        let at = frame.eth.header_len() + frame.ip.header_len() + 8;
+        split.head_mut()[at] = opcode as u8;
+        let bytes = split.to_bytes();
+        let mut scratch = scratch;
+        prop_assert_eq!(
+            split.parse_in(frame.dst_port, &mut scratch),
+            parse_frame_checking(&bytes, frame.dst_port, IcrcCheck::KnownGood)
+        );
     }
 }

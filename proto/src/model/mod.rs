@@ -25,7 +25,7 @@ use crate::hsi::{
     regs,
     tables::{ConnectionEntry, RecvBuffer, RegionEntry, TABLE_WORDS},
 };
-use crate::wire::{EthernetAddress, Opcode, ROCEV2_UDP_PORT};
+use crate::wire::{EthernetAddress, FrameBuf, Opcode, ROCEV2_UDP_PORT, SharedBytes};
 use sack::FlowRxState;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -43,6 +43,26 @@ pub struct PortFrame {
     pub bytes: Vec<u8>,
 }
 
+/// A frame on one of the NIC's MAC ports as the model built it: a [`PortFrame`] whose frame
+/// may be split, its payload by reference (see [`HostMemory::dma_share`]).
+#[derive(Debug, Clone)]
+pub struct PortFrameBuf {
+    /// The NIC port.
+    pub port: u8,
+    /// The frame.
+    pub frame: FrameBuf,
+}
+
+impl PortFrameBuf {
+    /// The [`PortFrame`]: the whole frame's bytes, ICRC included.
+    pub fn into_port_frame(self) -> PortFrame {
+        PortFrame {
+            port: self.port,
+            bytes: self.frame.into_bytes(),
+        }
+    }
+}
+
 /// A DMA access the host memory refused (the IOMMU would fault it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DmaFault;
@@ -56,6 +76,13 @@ pub trait HostMemory {
     /// The `len` bytes at `addr` in place, where the memory can lend them (simulated memory):
     /// what [`HostMemory::dma_read`] would read, without copying it first. `None`: read them.
     fn dma_view(&self, _addr: u64, _len: usize) -> Option<&[u8]> {
+        None
+    }
+    /// The `len` bytes at `addr` by reference, where the memory can share them without a copy
+    /// and guarantees they stay what they are now (simulated memory copies a shared
+    /// allocation before writing it): what [`HostMemory::dma_read`] would read. `None`: read
+    /// or view them.
+    fn dma_share(&self, _addr: u64, _len: usize) -> Option<SharedBytes> {
         None
     }
 }
@@ -135,11 +162,13 @@ pub struct FastPath {
     /// flow is armed earlier, set to the earliest armed deadline after each sweep, never raised
     /// by an ACK: a lower bound of every armed deadline, exact after a sweep.
     sweep_due: u64,
-    tx_frames: VecDeque<PortFrame>,
+    tx_frames: VecDeque<PortFrameBuf>,
     events: VecDeque<Event>,
     /// Scratch for the payload of the frame being built (no state: its bytes are overwritten
     /// before each use).
     tx_payload: Vec<u8>,
+    /// Scratch for parsing a split frame (no state: see [`crate::wire::SplitFrame::parse_in`]).
+    rx_scratch: Vec<u8>,
 }
 
 /// The [`regs::PORT_LINK`] bits of a NIC with `ports` ports.
@@ -176,6 +205,7 @@ impl FastPath {
             tx_frames: VecDeque::new(),
             events: VecDeque::new(),
             tx_payload: Vec::new(),
+            rx_scratch: Vec::new(),
         }
     }
 
@@ -344,8 +374,8 @@ impl FastPath {
         *v = v.wrapping_add(n);
     }
 
-    pub(crate) fn emit_frame(&mut self, port: u8, bytes: Vec<u8>) {
-        self.tx_frames.push_back(PortFrame { port, bytes });
+    pub(crate) fn emit_frame(&mut self, port: u8, frame: FrameBuf) {
+        self.tx_frames.push_back(PortFrameBuf { port, frame });
     }
 
     pub(crate) fn emit_event(&mut self, e: Event) {
@@ -354,6 +384,15 @@ impl FastPath {
 
     /// Takes the next frame the NIC sends toward the MAC, with its port.
     pub fn pop_port_frame(&mut self) -> Option<PortFrame> {
+        self.tx_frames
+            .pop_front()
+            .map(PortFrameBuf::into_port_frame)
+    }
+
+    /// Takes the next frame the NIC sends toward the MAC as it was built: split, with its
+    /// payload by reference, when the host memory shared the payload
+    /// ([`HostMemory::dma_share`]). Its bytes are those [`FastPath::pop_port_frame`] gives.
+    pub fn pop_port_frame_buf(&mut self) -> Option<PortFrameBuf> {
         self.tx_frames.pop_front()
     }
 

@@ -3,7 +3,7 @@
 use super::{FastPath, HostMemory, MsgSlot, SlotState, sack::SackClass};
 use crate::hsi::{Counter, Event, event::CompletionStatus, regs, tables::ACCESS_REMOTE_WRITE};
 use crate::wire::{
-    DataRepr, Frame, IcrcCheck, NakReason, ParseError, TransportRepr, ip::ECN_CE,
+    DataRepr, Frame, IcrcCheck, NakReason, ParseError, SplitFrame, TransportRepr, ip::ECN_CE,
     parse_frame_checking,
 };
 
@@ -67,9 +67,39 @@ impl FastPath {
         mem: &mut dyn HostMemory,
         icrc_check: IcrcCheck,
     ) -> Verdict {
+        self.receive_parsed(port, mem, |udp_port| {
+            parse_frame_checking(frame, udp_port, icrc_check)
+        })
+    }
+
+    /// [`Self::receive_checking`] for a frame split into its headers and a payload by
+    /// reference, as this model's transmit path builds it from shared host memory: the result
+    /// of `receive_checking` over [`SplitFrame::to_bytes`] (whose ICRC is that of its bytes by
+    /// construction, so it is not computed), and the payload written to memory straight from
+    /// the reference.
+    pub fn receive_split(
+        &mut self,
+        port: u8,
+        frame: &SplitFrame,
+        mem: &mut dyn HostMemory,
+    ) -> Verdict {
+        let mut scratch = std::mem::take(&mut self.rx_scratch);
+        let verdict =
+            self.receive_parsed(port, mem, |udp_port| frame.parse_in(udp_port, &mut scratch));
+        self.rx_scratch = scratch;
+        verdict
+    }
+
+    /// One frame through the fast path, `parse` giving it parsed for a destination UDP port.
+    fn receive_parsed<'f>(
+        &mut self,
+        port: u8,
+        mem: &mut dyn HostMemory,
+        parse: impl FnOnce(u16) -> Result<Frame<'f>, ParseError>,
+    ) -> Verdict {
         self.count(Counter::RxFrames);
         let port = port & (regs::MAX_PORTS - 1) as u8;
-        let verdict = self.receive_inner(port, frame, mem, icrc_check);
+        let verdict = self.receive_inner(port, mem, parse);
         if verdict != Counter::RxPlacedPackets {
             // Placed packets already counted themselves (with their bytes).
             self.count(verdict);
@@ -77,17 +107,16 @@ impl FastPath {
         Verdict(verdict)
     }
 
-    fn receive_inner(
+    fn receive_inner<'f>(
         &mut self,
         port: u8,
-        frame: &[u8],
         mem: &mut dyn HostMemory,
-        icrc_check: IcrcCheck,
+        parse: impl FnOnce(u16) -> Result<Frame<'f>, ParseError>,
     ) -> Counter {
         if self.regs.control & regs::CONTROL_RX_ENABLE == 0 {
             return Counter::RxDisabled;
         }
-        let f = match parse_frame_checking(frame, self.regs.udp_port, icrc_check) {
+        let f = match parse(self.regs.udp_port) {
             Ok(f) => f,
             Err(e) => return parse_counter(e),
         };

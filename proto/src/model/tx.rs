@@ -7,8 +7,8 @@ use crate::hsi::{
     event::TxErrorReason,
 };
 use crate::wire::{
-    AckRepr, BthRepr, CmRepr, DataRepr, EthernetRepr, Frame, FrameRepr, IpRepr, Ipv4Repr, Ipv6Repr,
-    NakReason, NakRepr, Opcode, RethRepr, TransportRepr, ip::ECN_ECT0, transport::CM_LEN,
+    AckRepr, BthRepr, CmRepr, DataRepr, EthernetRepr, Frame, FrameBuf, FrameRepr, IpRepr, Ipv4Repr,
+    Ipv6Repr, NakReason, NakRepr, Opcode, RethRepr, TransportRepr, ip::ECN_ECT0, transport::CM_LEN,
 };
 use core::net::{Ipv4Addr, Ipv6Addr};
 
@@ -48,7 +48,19 @@ impl FastPath {
         bth: BthRepr,
         transport: TransportRepr,
         payload: &[u8],
-    ) -> Vec<u8> {
+    ) -> FrameBuf {
+        FrameBuf::Whole(self.repr(conn, entropy, bth, transport, payload).emit())
+    }
+
+    /// What [`FastPath::build`] emits.
+    fn repr<'a>(
+        &self,
+        conn: &ConnectionEntry,
+        entropy: u16,
+        bth: BthRepr,
+        transport: TransportRepr,
+        payload: &'a [u8],
+    ) -> FrameRepr<'a> {
         FrameRepr {
             eth: EthernetRepr {
                 dst: conn.peer_mac,
@@ -63,7 +75,6 @@ impl FastPath {
             transport,
             payload,
         }
-        .emit()
     }
 
     /// Builds and queues the frame a descriptor describes, reading its payload by DMA and
@@ -146,6 +157,22 @@ impl FastPath {
             ack_req: desc.flags & FLAG_ACK_REQ != 0,
             psn: desc.fsn & crate::wire::FSN_MASK,
         };
+        // Memory that shares the payload by reference is not copied here at all: the frame
+        // keeps the reference (the bytes cannot change under it) and the receiver copies the
+        // payload once, into its own memory.
+        let shared = (opcode != Opcode::Cm && payload_len > 0)
+            .then(|| mem.dma_share(desc.local_addr, payload_len as usize))
+            .flatten()
+            .filter(|p| p.len() == payload_len as usize);
+        if let Some(payload) = shared {
+            let len = payload.len() as u64;
+            let repr = self.repr(&conn, desc.entropy, bth, transport, &[]);
+            let frame = FrameBuf::emit(&repr, payload);
+            self.count(Counter::TxPackets);
+            self.add(Counter::TxBytes, len);
+            self.emit_frame(desc.port, frame);
+            return Ok(());
+        }
         // Memory that lends the payload in place is copied once, straight into the frame.
         let view = (opcode != Opcode::Cm && payload_len > 0)
             .then(|| mem.dma_view(desc.local_addr, payload_len as usize))

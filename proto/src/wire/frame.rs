@@ -163,14 +163,33 @@ impl FrameRepr<'_> {
     /// Builds the frame: headers, lengths, IPv4 checksum and ICRC. The payload must fit one
     /// jumbo frame (the transmit path bounds it by `hsi::MAX_PAYLOAD_LEN`).
     pub fn emit(&self) -> Vec<u8> {
-        debug_assert!(self.l4_len() + super::ip::IPV6_HEADER_LEN <= u16::MAX as usize);
-        let len = self.frame_len();
         // Only the headers are zeroed before they are written: the payload and the ICRC are
         // appended (a data frame is mostly payload, and zeroing it first cost as much as
         // copying it).
-        let headers = len - self.payload.len() - ICRC_LEN;
-        let mut out = Vec::with_capacity(len);
-        out.resize(headers, 0);
+        let mut out = Vec::with_capacity(self.frame_len());
+        out.resize(self.head_len(), 0);
+        self.emit_head(&mut out);
+        out.extend_from_slice(self.payload);
+        let crc = icrc::compute(
+            &out[self.eth.header_len()..],
+            matches!(self.ip, IpRepr::V6(_)),
+        );
+        out.extend_from_slice(&crc);
+        out
+    }
+
+    /// Length of the bytes before the payload: every header.
+    pub(crate) fn head_len(&self) -> usize {
+        self.frame_len() - self.payload.len() - ICRC_LEN
+    }
+
+    /// Writes the bytes [`FrameRepr::emit`] writes before the payload (every header, with the
+    /// lengths and checksums of the whole frame) into `out`, [`FrameRepr::head_len`] bytes
+    /// long: `emit` appends the payload and the ICRC, a [`super::split::SplitFrame`] keeps
+    /// them apart.
+    pub(crate) fn emit_head(&self, out: &mut [u8]) {
+        debug_assert!(self.l4_len() + super::ip::IPV6_HEADER_LEN <= u16::MAX as usize);
+        debug_assert_eq!(out.len(), self.head_len());
         let mut ip = self.ip;
         ip.set_payload_len(self.l4_len());
         let mut eth = self.eth;
@@ -178,7 +197,7 @@ impl FrameRepr<'_> {
             IpRepr::V4(_) => ETHERTYPE_IPV4,
             IpRepr::V6(_) => ETHERTYPE_IPV6,
         };
-        eth.emit(&mut out);
+        eth.emit(out);
         let l3 = eth.header_len();
         ip.emit(&mut out[l3..]);
         let l4 = l3 + ip.header_len();
@@ -194,10 +213,6 @@ impl FrameRepr<'_> {
         bth.emit(&mut out[l5..]);
         let th = l5 + bth::HEADER_LEN;
         self.transport.emit(&mut out[th..]);
-        debug_assert_eq!(th + self.transport.header_len(), headers);
-        out.extend_from_slice(self.payload);
-        let crc = icrc::compute(&out[l3..], matches!(ip, IpRepr::V6(_)));
-        out.extend_from_slice(&crc);
-        out
+        debug_assert_eq!(th + self.transport.header_len(), out.len());
     }
 }

@@ -41,6 +41,15 @@ pub fn variant_fields(is_ipv6: bool) -> &'static [(usize, u8)] {
 /// before the ICRC; `is_ipv6` selects the masking. The caller has checked that the buffer holds
 /// the IP, UDP and BTH headers.
 pub fn compute(ip_packet: &[u8], is_ipv6: bool) -> [u8; ICRC_LEN] {
+    compute_parts(ip_packet, &[], is_ipv6)
+}
+
+/// [`compute`] over an IP packet held in two pieces, `head` then `rest` (a frame whose payload
+/// is kept apart from its headers, see [`super::split::SplitFrame`]): the CRC runs over the
+/// bytes in order, so the result is that of `compute` over their concatenation. `head` holds
+/// at least the IP, UDP and BTH headers.
+pub fn compute_parts(head: &[u8], rest: &[u8], is_ipv6: bool) -> [u8; ICRC_LEN] {
+    let ip_packet = head;
     let ip_len = if is_ipv6 {
         IPV6_HEADER_LEN
     } else {
@@ -58,5 +67,6 @@ pub fn compute(ip_packet: &[u8], is_ipv6: bool) -> [u8; ICRC_LEN] {
     h.update(&[0xff; 8]);
     h.update(masked);
     h.update(&ip_packet[head_len..]);
+    h.update(rest);
     h.finalize().to_le_bytes()
 }
