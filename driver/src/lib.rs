@@ -16,7 +16,8 @@ pub mod memory;
 mod model_nic;
 
 pub use device::{Device, DeviceError};
-pub use ferroce_proto::model::PortFrame;
+pub use ferroce_proto::model::{PortFrame, PortFrameBuf};
+use ferroce_proto::wire::{FrameBuf, SplitFrame};
 pub use memory::SimMemory;
 pub use model_nic::ModelNic;
 
@@ -123,6 +124,23 @@ pub trait SimPort {
     /// recomputing the ICRC (it could only agree); the default checks it as always.
     fn receive_frame_icrc_known_good(&mut self, port: u8, frame: &[u8]) -> Result<(), NicError> {
         self.receive_frame(port, frame)
+    }
+    /// [`SimPort::transmit_frame`], the frame as the NIC built it: a model NIC builds a data
+    /// frame whose payload its memory shares by reference as a split frame (headers and the
+    /// payload by reference), which a simulator can move without copying the payload. The
+    /// default hands out whole frames.
+    fn transmit_frame_buf(&mut self) -> Option<PortFrameBuf> {
+        self.transmit_frame().map(|f| PortFrameBuf {
+            port: f.port,
+            frame: FrameBuf::Whole(f.bytes),
+        })
+    }
+    /// [`SimPort::receive_frame`] for a split frame (from a model NIC's
+    /// [`SimPort::transmit_frame_buf`], changed since only in fields the ICRC masks): the
+    /// same as receiving [`SplitFrame::to_bytes`], which the default does. A model NIC parses
+    /// the headers and places the payload straight from the reference.
+    fn receive_split_frame(&mut self, port: u8, frame: &SplitFrame) -> Result<(), NicError> {
+        self.receive_frame(port, &frame.to_bytes())
     }
     /// Sets the link state a port's PHY reports (shown in `PORT_LINK`): the fabric takes a
     /// link down or brings it back. A port the NIC does not have is refused.

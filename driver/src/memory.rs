@@ -3,8 +3,10 @@
 //! caught instead of silently landing somewhere. Optionally records every NIC write.
 
 use ferroce_proto::model::{DmaFault, HostMemory};
+use ferroce_proto::wire::SharedBytes;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Allocations at least this large go back to the thread's spare buffers when their memory is
 /// dropped (smaller ones cost little to allocate afresh).
@@ -79,10 +81,15 @@ pub struct DmaWrite {
 }
 
 /// Simulated DMA memory.
+///
+/// An allocation may be shared by reference ([`HostMemory::dma_share`]: a frame carrying its
+/// payload that way); a write to it then copies it first ([`Arc::make_mut`]), so what was
+/// shared keeps the bytes of the moment it was shared, as a copy made then would. A clone of
+/// the memory shares every allocation the same way.
 #[derive(Debug, Clone)]
 pub struct SimMemory {
     /// Allocations by base address.
-    allocs: BTreeMap<u64, Vec<u8>>,
+    allocs: BTreeMap<u64, Arc<Vec<u8>>>,
     next: u64,
     limit: u64,
     log: Option<Vec<DmaWrite>>,
@@ -126,7 +133,7 @@ impl SimMemory {
         // A guard gap between allocations so an off-by-one DMA faults instead of landing in a
         // neighbour.
         self.next = end + 4096;
-        self.allocs.insert(base, zeroed(len));
+        self.allocs.insert(base, Arc::new(zeroed(len)));
         Some(base)
     }
 
@@ -145,7 +152,7 @@ impl SimMemory {
         if overlaps {
             return false;
         }
-        self.allocs.insert(addr, zeroed(len));
+        self.allocs.insert(addr, Arc::new(zeroed(len)));
         self.next = self.next.max(end + 4096);
         true
     }
@@ -157,11 +164,24 @@ impl SimMemory {
         buf.get(off..off.checked_add(len)?)
     }
 
-    fn find(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
+    /// The `len` bytes at `addr` to write, if one allocation holds them all; an allocation
+    /// shared by reference is copied first (see [`SimMemory`]).
+    fn find_mut(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
         let (&base, buf) = self.allocs.range_mut(..=addr).next_back()?;
         let off = (addr - base) as usize;
         let end = off.checked_add(len)?;
-        buf.get_mut(off..end)
+        if end > buf.len() {
+            // Checked before `make_mut`: a faulting write copies nothing.
+            return None;
+        }
+        Arc::make_mut(buf).get_mut(off..end)
+    }
+
+    /// The `len` bytes at `addr` by reference, if one allocation holds them all.
+    fn share(&self, addr: u64, len: usize) -> Option<SharedBytes> {
+        let (&base, buf) = self.allocs.range(..=addr).next_back()?;
+        let off = (addr - base) as usize;
+        SharedBytes::new(Arc::clone(buf), off..off.checked_add(len)?)
     }
 
     /// Host memory at `iova` in place (the CPU side), or why not.
@@ -172,7 +192,7 @@ impl SimMemory {
 
     /// Reads host memory (the CPU side).
     pub fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
-        match self.find(addr, buf.len()) {
+        match self.view(addr, buf.len()) {
             Some(m) => {
                 buf.copy_from_slice(m);
                 true
@@ -183,7 +203,7 @@ impl SimMemory {
 
     /// Writes host memory (the CPU side); not recorded as a NIC write.
     pub fn write(&mut self, addr: u64, data: &[u8]) -> bool {
-        match self.find(addr, data.len()) {
+        match self.find_mut(addr, data.len()) {
             Some(m) => {
                 m.copy_from_slice(data);
                 true
@@ -199,7 +219,9 @@ impl Drop for SimMemory {
         // During thread teardown the spare buffers may be gone already: then just free.
         let _ = SPARES.try_with(|s| {
             let mut spares = s.borrow_mut();
-            for buf in allocs.into_values() {
+            // An allocation still shared (a frame in flight holds part of it) goes when its
+            // last sharer does.
+            for buf in allocs.into_values().filter_map(|b| Arc::try_unwrap(b).ok()) {
                 spares.give(buf);
             }
         });
@@ -266,6 +288,10 @@ impl HostMemory for SimMemory {
     fn dma_view(&self, addr: u64, len: usize) -> Option<&[u8]> {
         self.view(addr, len)
     }
+
+    fn dma_share(&self, addr: u64, len: usize) -> Option<SharedBytes> {
+        self.share(addr, len)
+    }
 }
 
 #[cfg(test)]
@@ -302,5 +328,32 @@ mod tests {
             assert!(m.dma_view(b, want).unwrap().iter().all(|&x| x == 0));
             assert!(m.dma_write(b, &vec![0x5a; want]).is_ok());
         }
+    }
+
+    #[test]
+    fn shared_bytes_keep_what_they_were_when_shared() {
+        let mut m = SimMemory::default();
+        let a = m.alloc(3 * SPARE_MIN, 4096).unwrap();
+        assert!(m.dma_write(a, &vec![1; 3 * SPARE_MIN]).is_ok());
+        let shared = m.dma_share(a + 100, 50).unwrap();
+        assert_eq!(shared.as_slice(), &[1; 50]);
+        assert!(m.dma_share(a + 3 * SPARE_MIN as u64 - 10, 11).is_none());
+        assert!(m.dma_share(a - 1, 1).is_none());
+        // The NIC's write and the host's both leave the shared bytes as they were.
+        assert!(m.dma_write(a + 120, &[2; 10]).is_ok());
+        assert!(m.host_write(a + 100, &[3; 5]).is_ok());
+        assert_eq!(shared.as_slice(), &[1; 50]);
+        let mut now = [0u8; 30];
+        assert!(m.dma_read(a + 100, &mut now).is_ok());
+        assert_eq!(&now[..5], &[3; 5]);
+        assert_eq!(&now[5..20], &[1; 15]);
+        assert_eq!(&now[20..], &[2; 10]);
+        // A faulting write copies nothing and changes nothing.
+        assert!(m.dma_write(a + 3 * SPARE_MIN as u64 - 1, &[9; 2]).is_err());
+        // The memory may go while the bytes are still shared.
+        let later = m.dma_share(a, 4).unwrap();
+        drop(m);
+        assert_eq!(later.as_slice(), &[1; 4]);
+        assert_eq!(shared.as_slice(), &[1; 50]);
     }
 }

@@ -1,7 +1,11 @@
 //! The software backend: the executable model with simulated host memory.
 
-use crate::{Nic, NicError, PortFrame, SimMemory, SimPort, check_port};
-use ferroce_proto::{hsi::TableSizes, model::FastPath, wire::IcrcCheck};
+use crate::{Nic, NicError, PortFrame, PortFrameBuf, SimMemory, SimPort, check_port};
+use ferroce_proto::{
+    hsi::TableSizes,
+    model::FastPath,
+    wire::{IcrcCheck, SplitFrame},
+};
 
 /// A NIC made of [`FastPath`] and [`SimMemory`].
 #[derive(Debug, Clone)]
@@ -103,5 +107,18 @@ impl SimPort for ModelNic {
     fn transmit_frame(&mut self) -> Option<PortFrame> {
         self.fast_path.service_rings(&mut self.memory);
         self.fast_path.pop_port_frame()
+    }
+
+    fn transmit_frame_buf(&mut self) -> Option<PortFrameBuf> {
+        self.fast_path.service_rings(&mut self.memory);
+        self.fast_path.pop_port_frame_buf()
+    }
+
+    fn receive_split_frame(&mut self, port: u8, frame: &SplitFrame) -> Result<(), NicError> {
+        check_port(port, self.fast_path.sizes().ports)?;
+        self.fast_path.receive_split(port, frame, &mut self.memory);
+        // As `receive`: events reach the event ring at once.
+        self.fast_path.service_rings(&mut self.memory);
+        Ok(())
     }
 }
