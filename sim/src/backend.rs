@@ -4,8 +4,9 @@
 
 use crate::rtl::RtlError;
 use crate::rtl::nic::RtlNic;
-use ferroce_driver::{ModelNic, Nic, NicError, PortFrame, SimMemory, SimPort};
+use ferroce_driver::{ModelNic, Nic, NicError, PortFrame, PortFrameBuf, SimMemory, SimPort};
 use ferroce_proto::hsi::TableSizes;
+use ferroce_proto::wire::SplitFrame;
 
 /// Which backend to open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -164,6 +165,20 @@ impl SimPort for AnyNic {
         match self {
             AnyNic::Model(n) => n.set_link(port, up),
             AnyNic::Rtl(n) => n.set_link(port, up),
+        }
+    }
+
+    fn transmit_frame_buf(&mut self) -> Option<PortFrameBuf> {
+        match self {
+            AnyNic::Model(n) => n.transmit_frame_buf(),
+            AnyNic::Rtl(n) => n.transmit_frame_buf(),
+        }
+    }
+
+    fn receive_split_frame(&mut self, port: u8, frame: &SplitFrame) -> Result<(), NicError> {
+        match self {
+            AnyNic::Model(n) => n.receive_split_frame(port, frame),
+            AnyNic::Rtl(n) => n.receive_split_frame(port, frame),
         }
     }
 }

@@ -18,7 +18,7 @@ use ferroce::{
     MemoryRegion, PathOptions, Pd, TransportConfig, WcOpcode, WcStatus, WorkCompletion,
     WriteRequest,
 };
-use ferroce_driver::{Nic, PortFrame, SimPort};
+use ferroce_driver::{Nic, PortFrameBuf, SimPort};
 use ferroce_proto::hsi::{Counter, TableSizes};
 use ferroce_proto::wire::EthernetAddress;
 use std::collections::HashMap;
@@ -464,14 +464,17 @@ impl FerroceHost {
 
     fn drain(&mut self, out: &mut Outbox) {
         let sealed = self.ctx.nic_mut().transmits_valid_icrc();
-        while let Some(PortFrame { port, bytes: frame }) = self.ctx.nic_mut().transmit_frame() {
-            let Some(info) = frame_info(&frame) else {
+        // Frames as the NIC built them: a model NIC's data frames keep their payload by
+        // reference, so the fabric moves headers only.
+        while let Some(PortFrameBuf { port, frame }) = self.ctx.nic_mut().transmit_frame_buf() {
+            // Every header is in the head, and `frame_info` reads nothing else.
+            let Some(info) = frame_info(frame.head()) else {
                 continue;
             };
             let Some(dst) = ip_host(info.dst_ip, self.hosts) else {
                 continue;
             };
-            let wire_len = frame.len() as u32 + WIRE_OVERHEAD;
+            let wire_len = frame.frame_len() as u32 + WIRE_OVERHEAD;
             if !info.control {
                 self.max_frame_wire = self.max_frame_wire.max(wire_len);
             }
@@ -486,7 +489,7 @@ impl FerroceHost {
                     ecn_capable: info.ecn_capable,
                     ce: false,
                     control: info.control,
-                    body: Body::Frame(WireFrame::from_nic(frame, sealed)),
+                    body: Body::Frame(WireFrame::from_nic_buf(frame, sealed)),
                 },
             ));
         }
@@ -499,10 +502,12 @@ impl Endpoint for FerroceHost {
             let nic = self.ctx.nic_mut();
             nic.poll(now / PS_PER_NS);
             // The fabric wires host port p to plane p, and the NIC has one port per plane.
-            let received = if f.icrc_sealed() {
-                nic.receive_frame_icrc_known_good(port as u8, f.bytes())
-            } else {
-                nic.receive_frame(port as u8, f.bytes())
+            let received = match f.split() {
+                Some(s) => nic.receive_split_frame(port as u8, s),
+                None if f.icrc_sealed() => {
+                    nic.receive_frame_icrc_known_good(port as u8, &f.bytes())
+                }
+                None => nic.receive_frame(port as u8, &f.bytes()),
             };
             if received.is_err() {
                 self.lib_errors += 1;

@@ -4,8 +4,9 @@
 
 use crate::link::{entropy, mark_ce};
 use crate::roce::RocePacket;
-use ferroce_proto::wire::EthernetRepr;
 use ferroce_proto::wire::ip::{ECN_CE, IPV4_HEADER_LEN};
+use ferroce_proto::wire::{EthernetRepr, FrameBuf, SplitFrame};
+use std::borrow::Cow;
 
 /// Bytes a frame costs on the wire beyond the frame the NIC builds: preamble and start
 /// delimiter (8), frame check sequence (4), minimum inter-frame gap (12).
@@ -18,50 +19,126 @@ pub const WIRE_OVERHEAD: u32 = 24;
 /// again. The bytes can only be changed through [`WireFrame::bytes_mut`], which breaks the
 /// seal, or by [`WireFrame::mark_ce`], which changes only fields the ICRC masks (ECN and the
 /// IPv4 header checksum) and so keeps it.
+///
+/// A data frame from the model whose payload the sender's memory shared is *split*: headers
+/// and the payload by reference ([`SplitFrame`]), so the fabric moves the headers only and the
+/// receiving model copies the payload once, into its memory. A split frame is sealed by
+/// construction (its ICRC is computed over its bytes whenever the whole frame is asked for).
 #[derive(Debug, Clone)]
 pub struct WireFrame {
-    bytes: Vec<u8>,
-    icrc_sealed: bool,
+    repr: Repr,
+}
+
+/// What a [`WireFrame`] holds; two words and a flag, as a whole frame alone did, since
+/// packets move through the event queue and the ports many times each.
+#[derive(Debug, Clone)]
+enum Repr {
+    Whole { bytes: Vec<u8>, icrc_sealed: bool },
+    Split(Box<SplitFrame>),
 }
 
 impl WireFrame {
     /// A frame of unknown provenance: its receiver checks the ICRC.
     pub fn new(bytes: Vec<u8>) -> Self {
-        WireFrame {
-            bytes,
-            icrc_sealed: false,
-        }
+        Self::from_nic(bytes, false)
     }
 
     /// A frame as a NIC transmitted it, sealed when that NIC's frames carry the ICRC of their
     /// own bytes by construction (`transmits_valid_icrc`, see [`ferroce_driver::SimPort`]).
     pub fn from_nic(bytes: Vec<u8>, transmits_valid_icrc: bool) -> Self {
         WireFrame {
-            bytes,
-            icrc_sealed: transmits_valid_icrc,
+            repr: Repr::Whole {
+                bytes,
+                icrc_sealed: transmits_valid_icrc,
+            },
         }
     }
 
-    /// The bytes.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
+    /// A frame as a NIC built it ([`ferroce_driver::SimPort::transmit_frame_buf`]): a whole
+    /// one as [`WireFrame::from_nic`], a split one as it is (sealed).
+    pub fn from_nic_buf(frame: FrameBuf, transmits_valid_icrc: bool) -> Self {
+        match frame {
+            FrameBuf::Whole(bytes) => Self::from_nic(bytes, transmits_valid_icrc),
+            FrameBuf::Split(s) => WireFrame {
+                repr: Repr::Split(s),
+            },
+        }
     }
 
-    /// The bytes, to change: the ICRC is no longer known to match them.
-    pub fn bytes_mut(&mut self) -> &mut Vec<u8> {
-        self.icrc_sealed = false;
-        &mut self.bytes
+    /// The bytes of the whole frame (a split frame's are put together, ICRC computed).
+    pub fn bytes(&self) -> Cow<'_, [u8]> {
+        match &self.repr {
+            Repr::Whole { bytes, .. } => Cow::Borrowed(bytes),
+            Repr::Split(s) => Cow::Owned(s.to_bytes()),
+        }
+    }
+
+    /// The bytes up to the payload at least (all of a whole frame): every header.
+    pub fn head(&self) -> &[u8] {
+        match &self.repr {
+            Repr::Whole { bytes, .. } => bytes,
+            Repr::Split(s) => s.head(),
+        }
+    }
+
+    /// Length of the whole frame.
+    pub fn frame_len(&self) -> usize {
+        match &self.repr {
+            Repr::Whole { bytes, .. } => bytes.len(),
+            Repr::Split(s) => s.frame_len(),
+        }
+    }
+
+    /// The frame as headers and a payload by reference, if it is held that way.
+    pub fn split(&self) -> Option<&SplitFrame> {
+        match &self.repr {
+            Repr::Split(s) => Some(s),
+            Repr::Whole { .. } => None,
+        }
+    }
+
+    /// The bytes, to change: the ICRC is no longer known to match them. A split frame is put
+    /// together first, with the ICRC of its bytes as they are (those the NIC built, or a CE
+    /// mark on them: the same ICRC).
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let bytes = match std::mem::replace(
+            &mut self.repr,
+            Repr::Whole {
+                bytes: Vec::new(),
+                icrc_sealed: false,
+            },
+        ) {
+            Repr::Whole { bytes, .. } => bytes,
+            Repr::Split(s) => s.to_bytes(),
+        };
+        self.repr = Repr::Whole {
+            bytes,
+            icrc_sealed: false,
+        };
+        match &mut self.repr {
+            Repr::Whole { bytes, .. } => bytes,
+            // Made whole just above.
+            Repr::Split(_) => &mut [],
+        }
     }
 
     /// Whether the trailer is known to be the ICRC of these bytes.
     pub fn icrc_sealed(&self) -> bool {
-        self.icrc_sealed
+        match &self.repr {
+            Repr::Whole { icrc_sealed, .. } => *icrc_sealed,
+            // Its ICRC is computed over its bytes whenever it is asked for.
+            Repr::Split(_) => true,
+        }
     }
 
     /// Sets CE (see [`crate::link::mark_ce`]): only the ECN bits and the IPv4 header checksum
-    /// change, both masked by the ICRC, so the seal holds.
+    /// change, both masked by the ICRC, so the seal holds. A split frame's IP header is in its
+    /// head.
     pub fn mark_ce(&mut self) -> bool {
-        mark_ce(&mut self.bytes)
+        match &mut self.repr {
+            Repr::Whole { bytes, .. } => mark_ce(bytes),
+            Repr::Split(s) => mark_ce(s.head_mut()),
+        }
     }
 }
 
@@ -184,10 +261,14 @@ mod tests {
     use super::*;
     use ferroce_proto::wire::{
         BthRepr, DataRepr, EthernetAddress, FrameRepr, IpRepr, Ipv4Repr, Opcode, ROCEV2_UDP_PORT,
-        TransportRepr, ip::ECN_ECT0, parse_frame,
+        SharedBytes, TransportRepr, ip::ECN_ECT0, parse_frame,
     };
 
     fn data_frame() -> Vec<u8> {
+        data_repr(&[0x5a; 64]).emit()
+    }
+
+    fn data_repr(payload: &[u8]) -> FrameRepr<'_> {
         FrameRepr {
             eth: EthernetRepr {
                 dst: EthernetAddress([2, 0, 0, 0, 0, 2]),
@@ -224,9 +305,8 @@ mod tests {
                 reth: None,
                 imm: None,
             }),
-            payload: &[0x5a; 64],
+            payload,
         }
-        .emit()
     }
 
     #[test]
@@ -234,10 +314,10 @@ mod tests {
         let mut f = WireFrame::from_nic(data_frame(), true);
         assert!(f.icrc_sealed());
         assert!(f.mark_ce());
-        assert!(frame_is_ce(f.bytes()));
+        assert!(frame_is_ce(&f.bytes()));
         assert!(f.icrc_sealed());
         assert!(
-            parse_frame(f.bytes(), ROCEV2_UDP_PORT).is_ok(),
+            parse_frame(&f.bytes(), ROCEV2_UDP_PORT).is_ok(),
             "the ICRC masks the ECN bits and the IPv4 checksum"
         );
         let last = f.bytes().len() - 1;
@@ -245,5 +325,46 @@ mod tests {
         assert!(!f.icrc_sealed());
         assert!(!WireFrame::new(data_frame()).icrc_sealed());
         assert!(!WireFrame::from_nic(data_frame(), false).icrc_sealed());
+    }
+
+    #[test]
+    fn a_split_frame_is_the_whole_frame_to_the_fabric() {
+        let payload: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
+        let whole = data_repr(&payload).emit();
+        let split = || {
+            let frame = FrameBuf::emit(&data_repr(&[]), SharedBytes::from_vec(payload.clone()));
+            assert!(matches!(frame, FrameBuf::Split(_)));
+            WireFrame::from_nic_buf(frame, false)
+        };
+        let mut s = split();
+        assert!(s.split().is_some() && s.icrc_sealed());
+        assert_eq!(s.bytes(), &whole[..]);
+        assert_eq!(s.frame_len(), whole.len());
+        // What the sending host and the switches read and change is in the head.
+        assert_eq!(frame_info(s.head()), frame_info(&whole));
+        assert!(frame_info(s.head()).is_some());
+        let mut w = WireFrame::from_nic(whole.clone(), true);
+        assert!(s.mark_ce() && w.mark_ce());
+        assert!(!s.mark_ce() && !w.mark_ce());
+        assert_eq!(s.bytes(), w.bytes());
+        assert!(s.icrc_sealed());
+        // Changing its bytes makes it whole, unsealed, with the ICRC the NIC built.
+        let mut t = split();
+        t.mark_ce();
+        let last = t.frame_len() - 1;
+        t.bytes_mut()[last] ^= 1;
+        assert!(t.split().is_none() && !t.icrc_sealed());
+        let mut expected = w.bytes().into_owned();
+        expected[last] ^= 1;
+        assert_eq!(t.bytes(), &expected[..]);
+        assert!(parse_frame(&w.bytes(), ROCEV2_UDP_PORT).is_ok());
+    }
+
+    #[test]
+    fn a_packet_moves_in_as_few_words_as_before() {
+        // Packets move through the event queue and the ports many times: a split frame is
+        // boxed so that a packet stays the size a whole frame gave it.
+        assert!(std::mem::size_of::<WireFrame>() <= 32);
+        assert!(std::mem::size_of::<Packet>() <= 56);
     }
 }
