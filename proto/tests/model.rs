@@ -97,7 +97,7 @@ impl HostMemory for SharingMemory {
         Ok(())
     }
     fn dma_share(&self, addr: u64, len: usize) -> Option<SharedBytes> {
-        SharedBytes::new(Arc::clone(&self.bytes), self.range(addr, len)?)
+        SharedBytes::new(self.bytes.clone(), self.range(addr, len)?)
     }
 }
 
@@ -1365,8 +1365,8 @@ proptest! {
 
     /// A split frame is received as its bytes are: the same verdicts, memory, events, ACKs,
     /// NAKs and counters, over sequences of data packets of every kind (placed, duplicate,
-    /// out of window, refused, out of bounds, bad keys and flows) with one header byte
-    /// sometimes changed.
+    /// out of window, refused, out of bounds, bad keys and flows) with one header byte or the
+    /// opcode sometimes changed.
     #[test]
     fn a_split_frame_is_received_as_its_bytes_are(
         pkts in prop::collection::vec(
@@ -1389,6 +1389,10 @@ proptest! {
                     prop::bool::weighted(0.2),
                 ),
                 prop::option::weighted(0.2, (any::<prop::sample::Index>(), 1u8..=255)),
+                prop::option::weighted(
+                    0.2,
+                    prop::sample::select(vec![Opcode::Send, Opcode::SendImm, Opcode::Write, Opcode::WriteImm]),
+                ),
             ),
             1..40,
         ),
@@ -1400,7 +1404,7 @@ proptest! {
             post_recv(fp, 1, 1, RECV_BASE + 0x2000, RECV_LEN);
         }
         let mut scratch_pattern = 0u8;
-        for ((opcode, flow, fsn, tag, msn, ssn), (offset, len, extra, va, rkey, ack_req, ce), change) in pkts {
+        for ((opcode, flow, fsn, tag, msn, ssn), (offset, len, extra, va, rkey, ack_req, ce), change, retype) in pkts {
             scratch_pattern = scratch_pattern.wrapping_add(1);
             let p = Pkt {
                 opcode,
@@ -1423,6 +1427,11 @@ proptest! {
                 let head = split.head_mut();
                 let at = at.index(head.len());
                 head[at] ^= xor;
+            }
+            if let Some(op) = retype {
+                // Another data opcode: other transport headers, so the payload starts
+                // elsewhere (the BTH opcode follows Ethernet, IPv4 and UDP).
+                split.head_mut()[14 + 20 + 8] = op as u8;
             }
             let va = fa.receive(&split.to_bytes(), &mut ma);
             let vb = fb.receive_split(0, &split, &mut mb);

@@ -85,6 +85,12 @@ pub trait HostMemory {
     fn dma_share(&self, _addr: u64, _len: usize) -> Option<SharedBytes> {
         None
     }
+    /// [`HostMemory::dma_write`] of bytes held by reference (a split frame's payload): memory
+    /// that can keep the reference instead of copying the bytes may (simulated memory does for
+    /// whole pages); what is read back afterwards is `data` either way. The default copies.
+    fn dma_write_shared(&mut self, addr: u64, data: &SharedBytes) -> Result<(), DmaFault> {
+        self.dma_write(addr, data.as_slice())
+    }
 }
 
 /// Default number of data packets per flow between coalesced ACKs.

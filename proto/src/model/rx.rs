@@ -3,8 +3,8 @@
 use super::{FastPath, HostMemory, MsgSlot, SlotState, sack::SackClass};
 use crate::hsi::{Counter, Event, event::CompletionStatus, regs, tables::ACCESS_REMOTE_WRITE};
 use crate::wire::{
-    DataRepr, Frame, IcrcCheck, NakReason, ParseError, SplitFrame, TransportRepr, ip::ECN_CE,
-    parse_frame_checking,
+    DataRepr, Frame, IcrcCheck, NakReason, ParseError, SharedBytes, SplitFrame, TransportRepr,
+    ip::ECN_CE, parse_frame_checking,
 };
 
 /// What the receive path did with one frame: the counter that classified it.
@@ -67,7 +67,7 @@ impl FastPath {
         mem: &mut dyn HostMemory,
         icrc_check: IcrcCheck,
     ) -> Verdict {
-        self.receive_parsed(port, mem, |udp_port| {
+        self.receive_parsed(port, mem, None, |udp_port| {
             parse_frame_checking(frame, udp_port, icrc_check)
         })
     }
@@ -76,7 +76,7 @@ impl FastPath {
     /// reference, as this model's transmit path builds it from shared host memory: the result
     /// of `receive_checking` over [`SplitFrame::to_bytes`] (whose ICRC is that of its bytes by
     /// construction, so it is not computed), and the payload written to memory straight from
-    /// the reference.
+    /// the reference ([`HostMemory::dma_write_shared`]: memory may keep the reference).
     pub fn receive_split(
         &mut self,
         port: u8,
@@ -84,22 +84,25 @@ impl FastPath {
         mem: &mut dyn HostMemory,
     ) -> Verdict {
         let mut scratch = std::mem::take(&mut self.rx_scratch);
-        let verdict =
-            self.receive_parsed(port, mem, |udp_port| frame.parse_in(udp_port, &mut scratch));
+        let verdict = self.receive_parsed(port, mem, Some(frame.payload()), |udp_port| {
+            frame.parse_in(udp_port, &mut scratch)
+        });
         self.rx_scratch = scratch;
         verdict
     }
 
-    /// One frame through the fast path, `parse` giving it parsed for a destination UDP port.
+    /// One frame through the fast path, `parse` giving it parsed for a destination UDP port;
+    /// `shared`: the payload by reference, if the frame holds it that way.
     fn receive_parsed<'f>(
         &mut self,
         port: u8,
         mem: &mut dyn HostMemory,
+        shared: Option<&SharedBytes>,
         parse: impl FnOnce(u16) -> Result<Frame<'f>, ParseError>,
     ) -> Verdict {
         self.count(Counter::RxFrames);
         let port = port & (regs::MAX_PORTS - 1) as u8;
-        let verdict = self.receive_inner(port, mem, parse);
+        let verdict = self.receive_inner(port, mem, shared, parse);
         if verdict != Counter::RxPlacedPackets {
             // Placed packets already counted themselves (with their bytes).
             self.count(verdict);
@@ -111,6 +114,7 @@ impl FastPath {
         &mut self,
         port: u8,
         mem: &mut dyn HostMemory,
+        shared: Option<&SharedBytes>,
         parse: impl FnOnce(u16) -> Result<Frame<'f>, ParseError>,
     ) -> Counter {
         if self.regs.control & regs::CONTROL_RX_ENABLE == 0 {
@@ -183,7 +187,12 @@ impl FastPath {
                 });
                 Counter::RxNaks
             }
-            TransportRepr::Data(d) => self.receive_data(port, conn_id, &f, &d, mem),
+            TransportRepr::Data(d) => {
+                // The reference is the payload only if the parse found it there (not when it
+                // fell back to the whole frame with other headers).
+                let shared = shared.filter(|s| core::ptr::eq(s.as_slice(), f.payload));
+                self.receive_data(port, conn_id, &f, &d, mem, shared)
+            }
             TransportRepr::Cm(_) => Counter::RxCm, // handled above
         }
     }
@@ -195,6 +204,7 @@ impl FastPath {
         f: &Frame<'_>,
         d: &DataRepr,
         mem: &mut dyn HostMemory,
+        shared: Option<&SharedBytes>,
     ) -> Counter {
         let conn = self.conns[conn_id as usize];
         if d.flow >= conn.flow_count {
@@ -254,7 +264,11 @@ impl FastPath {
             }
             Ok(Placement::Stale) => Counter::RxStaleMessage,
             Ok(Placement::Write(addr)) => {
-                let status = match mem.dma_write(addr, f.payload) {
+                let written = match shared {
+                    Some(s) => mem.dma_write_shared(addr, s),
+                    None => mem.dma_write(addr, f.payload),
+                };
+                let status = match written {
                     Ok(()) => {
                         self.count(Counter::RxPlacedPackets);
                         self.add(Counter::RxPlacedBytes, f.payload.len() as u64);

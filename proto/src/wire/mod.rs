@@ -26,7 +26,7 @@ pub use bth::{BthPacket, BthRepr, Opcode};
 pub use ethernet::{EthernetAddress, EthernetRepr};
 pub use frame::{Frame, FrameRepr, IcrcCheck, parse_frame, parse_frame_checking};
 pub use ip::{IpRepr, Ipv4Repr, Ipv6Repr};
-pub use split::{FrameBuf, SharedBytes, SplitFrame};
+pub use split::{FrameBuf, SharedBuf, SharedBytes, SplitFrame};
 pub use transport::{
     AckRepr, CmKind, CmRepr, DataRepr, NakReason, NakRepr, RethRepr, TagPageError, TransportRepr,
 };

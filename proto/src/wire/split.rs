@@ -17,6 +17,10 @@ use super::{
 use core::ops::Range;
 use std::sync::Arc;
 
+/// A byte buffer that can be shared by reference: whatever holds bytes (a `Vec<u8>`, or a
+/// simulated memory's allocation that goes back to a pool when the last reference goes).
+pub type SharedBuf = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
 /// A range of a shared byte buffer that nobody changes while it is shared: payload bytes lent
 /// by reference instead of copied.
 ///
@@ -25,15 +29,15 @@ use std::sync::Arc;
 /// lent, as if they had been copied then.
 #[derive(Clone)]
 pub struct SharedBytes {
-    buf: Arc<Vec<u8>>,
+    buf: SharedBuf,
     start: usize,
     end: usize,
 }
 
 impl SharedBytes {
     /// Bytes `range` of `buf`; `None` if the range is not inside it.
-    pub fn new(buf: Arc<Vec<u8>>, range: Range<usize>) -> Option<Self> {
-        if range.start > range.end || range.end > buf.len() {
+    pub fn new(buf: SharedBuf, range: Range<usize>) -> Option<Self> {
+        if range.start > range.end || range.end > (*buf).as_ref().len() {
             return None;
         }
         Some(SharedBytes {
@@ -57,7 +61,10 @@ impl SharedBytes {
     pub fn as_slice(&self) -> &[u8] {
         // The constructors checked the range and the buffer cannot change: never empty by
         // mistake.
-        self.buf.get(self.start..self.end).unwrap_or_default()
+        (*self.buf)
+            .as_ref()
+            .get(self.start..self.end)
+            .unwrap_or_default()
     }
 
     /// How many bytes.
