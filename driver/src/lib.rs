@@ -74,9 +74,10 @@ pub trait Nic {
     fn write_dma(&mut self, iova: u64, data: &[u8]) -> Result<(), NicError>;
     /// Copies DMA memory at `iova` into `buf` (the host CPU reading).
     fn read_dma(&mut self, iova: u64, buf: &mut [u8]) -> Result<(), NicError>;
-    /// Hands `len` bytes of DMA memory at `iova` to `f` (the host CPU reading them in place,
-    /// e.g. to check a received message). The default copies them out with
-    /// [`Nic::read_dma`] first; simulated memory lends them without a copy.
+    /// Hands `len` bytes of DMA memory at `iova` to `f` in one or more consecutive pieces
+    /// (the host CPU reading them in place, e.g. to check a received message). The default
+    /// copies them out with [`Nic::read_dma`] first and hands them in one piece; simulated
+    /// memory lends them without a copy, a page held by reference as a piece of its own.
     fn inspect_dma(
         &mut self,
         iova: u64,

@@ -80,16 +80,179 @@ pub struct DmaWrite {
     pub crc32: u32,
 }
 
+/// Bytes of an allocation, given back to this thread's spare buffers when the last reference
+/// to them goes: the memory's own, or that of a frame or a page that shares them (see
+/// [`SimMemory`]), whichever goes last.
+#[derive(Clone)]
+struct Buffer(Vec<u8>);
+
+impl AsRef<[u8]> for Buffer {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl core::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Buffer({} bytes)", self.0.len())
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        let buf = std::mem::take(&mut self.0);
+        // During thread teardown the spare buffers may be gone already: then just free.
+        let _ = SPARES.try_with(|s| {
+            if let Ok(mut spares) = s.try_borrow_mut() {
+                spares.give(buf);
+            }
+        });
+    }
+}
+
+/// Granule of the pages an allocation may hold by reference: a whole page written with bytes
+/// held by reference keeps the reference instead of a copy.
+pub const PAGE: usize = 4096;
+
+/// One allocation: its bytes, and the whole pages of it that hold bytes by reference instead.
+#[derive(Debug, Clone)]
+struct Alloc {
+    bytes: Arc<Buffer>,
+    /// Pages (by index) written with bytes held by reference
+    /// ([`HostMemory::dma_write_shared`]: a received payload kept as its frame carried it),
+    /// each exactly [`PAGE`] bytes: they stand for those pages of `bytes`, whatever `bytes`
+    /// holds there.
+    lent: BTreeMap<usize, SharedBytes>,
+}
+
+impl Alloc {
+    fn new(len: usize) -> Self {
+        Alloc {
+            bytes: Arc::new(Buffer(zeroed(len))),
+            lent: BTreeMap::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.bytes.0.len()
+    }
+
+    /// The end of `len` bytes at `off`, if the allocation holds them all.
+    fn end(&self, off: usize, len: usize) -> Option<usize> {
+        off.checked_add(len).filter(|&end| end <= self.len())
+    }
+
+    /// The indices of the lent pages `off..end` touches.
+    fn lent_in(&self, off: usize, end: usize) -> impl Iterator<Item = usize> + '_ {
+        let pages = if off < end {
+            off / PAGE..end.div_ceil(PAGE)
+        } else {
+            0..0
+        };
+        // Most allocations never hold a page by reference: no tree walk for them.
+        let lent = if self.lent.is_empty() {
+            None
+        } else {
+            Some(self.lent.range(pages).map(|(&p, _)| p))
+        };
+        lent.into_iter().flatten()
+    }
+
+    /// The bytes `off..off + len` in place, if they are all in `bytes`.
+    fn view(&self, off: usize, len: usize) -> Option<&[u8]> {
+        let end = self.end(off, len)?;
+        if self.lent_in(off, end).next().is_some() {
+            return None;
+        }
+        self.bytes.0.get(off..end)
+    }
+
+    /// Hands the bytes `off..off + len` to `f` in consecutive pieces (those in `bytes`, those
+    /// of lent pages); `false` (nothing handed) if the allocation does not hold them all.
+    fn pieces(&self, off: usize, len: usize, f: &mut dyn FnMut(&[u8])) -> bool {
+        let Some(end) = self.end(off, len) else {
+            return false;
+        };
+        let mut at = off;
+        for page in self.lent_in(off, end) {
+            let (start, stop) = (page * PAGE, ((page + 1) * PAGE).min(end));
+            if at < start {
+                f(&self.bytes.0[at..start]);
+                at = start;
+            }
+            let lent = self.lent.get(&page).map(SharedBytes::as_slice);
+            f(lent
+                .and_then(|b| b.get(at - start..stop - start))
+                .unwrap_or_default());
+            at = stop;
+        }
+        if at < end {
+            f(&self.bytes.0[at..end]);
+        }
+        true
+    }
+
+    /// The bytes `off..off + len` to write in place: lent pages among them come back into
+    /// `bytes` first (copied, unless the write covers them whole), and a buffer shared by
+    /// reference is copied before it changes.
+    fn write_view(&mut self, off: usize, len: usize) -> Option<&mut [u8]> {
+        let end = self.end(off, len)?;
+        let pages: Vec<usize> = self.lent_in(off, end).collect();
+        let bytes = &mut Arc::make_mut(&mut self.bytes).0;
+        for page in pages {
+            let (start, stop) = (page * PAGE, (page + 1) * PAGE);
+            let covered = off <= start && stop <= end;
+            if let Some(lent) = self.lent.remove(&page).filter(|_| !covered) {
+                bytes[start..stop].copy_from_slice(lent.as_slice());
+            }
+        }
+        bytes.get_mut(off..end)
+    }
+
+    /// The bytes `off..off + len` by reference: a range of `bytes` clear of lent pages, or
+    /// exactly one lent page.
+    fn share(&self, off: usize, len: usize) -> Option<SharedBytes> {
+        let end = self.end(off, len)?;
+        let mut lent = self.lent_in(off, end);
+        match (lent.next(), lent.next()) {
+            (None, _) => SharedBytes::new(self.bytes.clone(), off..end),
+            (Some(page), None) if off == page * PAGE && len == PAGE => {
+                self.lent.get(&page).cloned()
+            }
+            _ => None,
+        }
+    }
+
+    /// Writes `data` at `off`: a whole page keeps the reference, anything else is copied.
+    fn write_shared(&mut self, off: usize, data: &SharedBytes) -> bool {
+        // PAGE is a power of two.
+        if off & (PAGE - 1) == 0 && data.len() == PAGE && self.end(off, PAGE).is_some() {
+            self.lent.insert(off / PAGE, data.clone());
+            return true;
+        }
+        match self.write_view(off, data.len()) {
+            Some(m) => {
+                m.copy_from_slice(data.as_slice());
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 /// Simulated DMA memory.
 ///
 /// An allocation may be shared by reference ([`HostMemory::dma_share`]: a frame carrying its
 /// payload that way); a write to it then copies it first ([`Arc::make_mut`]), so what was
-/// shared keeps the bytes of the moment it was shared, as a copy made then would. A clone of
-/// the memory shares every allocation the same way.
+/// shared keeps the bytes of the moment it was shared, as a copy made then would. A whole,
+/// aligned [`PAGE`] written with bytes held by reference ([`HostMemory::dma_write_shared`]: a
+/// received payload) keeps the reference instead of a copy; reads see its bytes, and a later
+/// write to that page copies them in first. A clone of the memory shares everything the same
+/// way.
 #[derive(Debug, Clone)]
 pub struct SimMemory {
     /// Allocations by base address.
-    allocs: BTreeMap<u64, Arc<Vec<u8>>>,
+    allocs: BTreeMap<u64, Alloc>,
     next: u64,
     limit: u64,
     log: Option<Vec<DmaWrite>>,
@@ -133,7 +296,7 @@ impl SimMemory {
         // A guard gap between allocations so an off-by-one DMA faults instead of landing in a
         // neighbour.
         self.next = end + 4096;
-        self.allocs.insert(base, Arc::new(zeroed(len)));
+        self.allocs.insert(base, Alloc::new(len));
         Some(base)
     }
 
@@ -152,58 +315,62 @@ impl SimMemory {
         if overlaps {
             return false;
         }
-        self.allocs.insert(addr, Arc::new(zeroed(len)));
+        self.allocs.insert(addr, Alloc::new(len));
         self.next = self.next.max(end + 4096);
         true
     }
 
-    /// The `len` bytes at `addr`, if one allocation holds them all.
+    /// The allocation holding `addr`, with the offset of `addr` in it.
+    fn at(&self, addr: u64) -> Option<(&Alloc, usize)> {
+        let (&base, a) = self.allocs.range(..=addr).next_back()?;
+        Some((a, usize::try_from(addr - base).ok()?))
+    }
+
+    fn at_mut(&mut self, addr: u64) -> Option<(&mut Alloc, usize)> {
+        let (&base, a) = self.allocs.range_mut(..=addr).next_back()?;
+        Some((a, usize::try_from(addr - base).ok()?))
+    }
+
+    /// The `len` bytes at `addr` in place, if one allocation holds them all in its own bytes
+    /// (none of them in a page held by reference).
     fn view(&self, addr: u64, len: usize) -> Option<&[u8]> {
-        let (&base, buf) = self.allocs.range(..=addr).next_back()?;
-        let off = (addr - base) as usize;
-        buf.get(off..off.checked_add(len)?)
+        let (a, off) = self.at(addr)?;
+        a.view(off, len)
     }
 
-    /// The `len` bytes at `addr` to write, if one allocation holds them all; an allocation
-    /// shared by reference is copied first (see [`SimMemory`]).
-    fn find_mut(&mut self, addr: u64, len: usize) -> Option<&mut [u8]> {
-        let (&base, buf) = self.allocs.range_mut(..=addr).next_back()?;
-        let off = (addr - base) as usize;
-        let end = off.checked_add(len)?;
-        if end > buf.len() {
-            // Checked before `make_mut`: a faulting write copies nothing.
-            return None;
+    /// Hands the `len` bytes of host memory at `iova` to `f` in place, in one or more
+    /// consecutive pieces (pages held by reference are pieces of their own), or says why not
+    /// (and hands nothing).
+    pub fn host_inspect(
+        &self,
+        iova: u64,
+        len: usize,
+        f: &mut dyn FnMut(&[u8]),
+    ) -> Result<(), crate::NicError> {
+        match self.at(iova) {
+            Some((a, off)) if a.pieces(off, len, f) => Ok(()),
+            _ => Err(crate::NicError::BadDmaAddress { addr: iova, len }),
         }
-        Arc::make_mut(buf).get_mut(off..end)
-    }
-
-    /// The `len` bytes at `addr` by reference, if one allocation holds them all.
-    fn share(&self, addr: u64, len: usize) -> Option<SharedBytes> {
-        let (&base, buf) = self.allocs.range(..=addr).next_back()?;
-        let off = (addr - base) as usize;
-        SharedBytes::new(Arc::clone(buf), off..off.checked_add(len)?)
-    }
-
-    /// Host memory at `iova` in place (the CPU side), or why not.
-    pub fn host_view(&self, iova: u64, len: usize) -> Result<&[u8], crate::NicError> {
-        self.view(iova, len)
-            .ok_or(crate::NicError::BadDmaAddress { addr: iova, len })
     }
 
     /// Reads host memory (the CPU side).
     pub fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
-        match self.view(addr, buf.len()) {
-            Some(m) => {
-                buf.copy_from_slice(m);
-                true
-            }
-            None => false,
-        }
+        let Some((a, off)) = self.at(addr) else {
+            return false;
+        };
+        let mut at = 0;
+        a.pieces(off, buf.len(), &mut |piece| {
+            buf[at..at + piece.len()].copy_from_slice(piece);
+            at += piece.len();
+        })
     }
 
     /// Writes host memory (the CPU side); not recorded as a NIC write.
     pub fn write(&mut self, addr: u64, data: &[u8]) -> bool {
-        match self.find_mut(addr, data.len()) {
+        match self
+            .at_mut(addr)
+            .and_then(|(a, off)| a.write_view(off, data.len()))
+        {
             Some(m) => {
                 m.copy_from_slice(data);
                 true
@@ -211,20 +378,16 @@ impl SimMemory {
             None => false,
         }
     }
-}
 
-impl Drop for SimMemory {
-    fn drop(&mut self) {
-        let allocs = std::mem::take(&mut self.allocs);
-        // During thread teardown the spare buffers may be gone already: then just free.
-        let _ = SPARES.try_with(|s| {
-            let mut spares = s.borrow_mut();
-            // An allocation still shared (a frame in flight holds part of it) goes when its
-            // last sharer does.
-            for buf in allocs.into_values().filter_map(|b| Arc::try_unwrap(b).ok()) {
-                spares.give(buf);
-            }
-        });
+    /// Records a NIC write, if recording.
+    fn log_write(&mut self, addr: u64, data: &[u8]) {
+        if let Some(log) = &mut self.log {
+            log.push(DmaWrite {
+                addr,
+                len: data.len(),
+                crc32: crc32fast::hash(data),
+            });
+        }
     }
 }
 
@@ -275,13 +438,7 @@ impl HostMemory for SimMemory {
         if !self.write(addr, data) {
             return Err(DmaFault);
         }
-        if let Some(log) = &mut self.log {
-            log.push(DmaWrite {
-                addr,
-                len: data.len(),
-                crc32: crc32fast::hash(data),
-            });
-        }
+        self.log_write(addr, data);
         Ok(())
     }
 
@@ -290,7 +447,19 @@ impl HostMemory for SimMemory {
     }
 
     fn dma_share(&self, addr: u64, len: usize) -> Option<SharedBytes> {
-        self.share(addr, len)
+        let (a, off) = self.at(addr)?;
+        a.share(off, len)
+    }
+
+    fn dma_write_shared(&mut self, addr: u64, data: &SharedBytes) -> Result<(), DmaFault> {
+        let written = self
+            .at_mut(addr)
+            .is_some_and(|(a, off)| a.write_shared(off, data));
+        if !written {
+            return Err(DmaFault);
+        }
+        self.log_write(addr, data.as_slice());
+        Ok(())
     }
 }
 
@@ -355,5 +524,195 @@ mod tests {
         drop(m);
         assert_eq!(later.as_slice(), &[1; 4]);
         assert_eq!(shared.as_slice(), &[1; 50]);
+    }
+
+    #[test]
+    fn a_whole_page_written_by_reference_keeps_the_reference() {
+        let mut sender = SimMemory::default();
+        let from = sender.alloc(2 * PAGE, PAGE).unwrap();
+        assert!(sender.dma_write(from, &vec![7; 2 * PAGE]).is_ok());
+        let page = sender.dma_share(from + PAGE as u64, PAGE).unwrap();
+        let mut m = SimMemory::default();
+        let base = m.alloc(3 * PAGE, PAGE).unwrap();
+        let at = base + PAGE as u64;
+        assert!(m.dma_write_shared(at, &page).is_ok());
+        // Not copied: the memory hands out the very bytes, and has none of its own there.
+        let again = m.dma_share(at, PAGE).unwrap();
+        assert!(std::ptr::eq(again.as_slice(), page.as_slice()));
+        assert!(m.dma_view(at, PAGE).is_none());
+        assert!(m.dma_view(base, PAGE).is_some());
+        let mut pieces = Vec::new();
+        assert!(
+            m.host_inspect(base, 3 * PAGE, &mut |p| pieces.push(p.to_vec()))
+                .is_ok()
+        );
+        assert_eq!(pieces, vec![vec![0; PAGE], vec![7; PAGE], vec![0; PAGE]]);
+        // Only whole aligned pages: anything else is copied.
+        let part = sender.dma_share(from, 100).unwrap();
+        assert!(m.dma_write_shared(base, &part).is_ok());
+        assert!(m.dma_view(base, 100).is_some());
+        // A write into the page brings its bytes back into the memory's own.
+        assert!(m.dma_write(at + 10, &[1; 5]).is_ok());
+        assert!(
+            m.dma_view(at, PAGE)
+                .is_some_and(|v| v[9] == 7 && v[10] == 1)
+        );
+        assert_eq!(page.as_slice(), &[7; PAGE]);
+    }
+
+    #[test]
+    fn a_buffer_goes_back_to_the_spares_when_its_last_sharer_goes() {
+        // On a thread of its own: the spare buffers are the thread's.
+        std::thread::spawn(|| {
+            let spare = || SPARES.with(|s| s.borrow().bytes);
+            let mut m = SimMemory::default();
+            let a = m.alloc(2 * SPARE_MIN, 4096).unwrap();
+            let lent = m.dma_share(a, 10).unwrap();
+            drop(m);
+            assert_eq!(spare(), 0, "a frame still holds part of it");
+            drop(lent);
+            assert_eq!(spare(), 2 * SPARE_MIN);
+        })
+        .join()
+        .unwrap();
+    }
+
+    /// One operation on a memory under test (offsets from the allocation's base).
+    #[derive(Debug, Clone)]
+    enum Op {
+        /// A NIC write of `len` bytes of `byte`.
+        Write(usize, usize, u8),
+        /// A host write of `len` bytes of `byte`.
+        HostWrite(usize, usize, u8),
+        /// A NIC write of bytes held by reference: `len` bytes of the sender's memory at
+        /// `from`, after the sender wrote `byte` there.
+        WriteShared(usize, usize, usize, u8),
+        Read(usize, usize),
+        Inspect(usize, usize),
+        View(usize, usize),
+        Share(usize, usize),
+        /// Clones the memory (the clone must keep what it held, whatever happens next).
+        Clone,
+    }
+
+    fn arb_op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        // Offsets and lengths around pages: whole aligned pages (kept by reference) and
+        // everything else (copied), in bounds and out.
+        let off = prop_oneof![(0usize..7).prop_map(|p| p * PAGE), 0usize..7 * PAGE];
+        let len = prop_oneof![Just(PAGE), 0usize..2 * PAGE + 10];
+        prop_oneof![
+            (off.clone(), len.clone(), any::<u8>()).prop_map(|(o, l, b)| Op::Write(o, l, b)),
+            (off.clone(), len.clone(), any::<u8>()).prop_map(|(o, l, b)| Op::HostWrite(o, l, b)),
+            (off.clone(), len.clone(), 0usize..4 * PAGE, any::<u8>())
+                .prop_map(|(o, l, f, b)| Op::WriteShared(o, l, f, b)),
+            (off.clone(), len.clone()).prop_map(|(o, l)| Op::Read(o, l)),
+            (off.clone(), len.clone()).prop_map(|(o, l)| Op::Inspect(o, l)),
+            (off.clone(), len.clone()).prop_map(|(o, l)| Op::View(o, l)),
+            (off, len).prop_map(|(o, l)| Op::Share(o, l)),
+            Just(Op::Clone),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Simulated memory reads as a flat array written by the same operations, whatever
+        /// mix of copied writes, pages kept by reference, shares and clones made it; what was
+        /// shared keeps the bytes of the moment it was shared.
+        #[test]
+        fn memory_reads_as_a_flat_array_whatever_holds_its_pages(
+            ops in proptest::collection::vec(arb_op(), 1..60),
+        ) {
+            // Six pages and a bit: the last page is partial (never held by reference).
+            let len = 6 * PAGE + 100;
+            let mut m = SimMemory::default();
+            let base = m.alloc(len, PAGE).unwrap();
+            let mut flat = vec![0u8; len];
+            let mut sender = SimMemory::default();
+            let from_base = sender.alloc(8 * PAGE, PAGE).unwrap();
+            let mut shares = Vec::new();
+            let mut clones = Vec::new();
+            let fits = |o: usize, l: usize| o + l <= len;
+            for op in ops {
+                match op {
+                    Op::Write(o, l, b) => {
+                        let ok = m.dma_write(base + o as u64, &vec![b; l]).is_ok();
+                        proptest::prop_assert_eq!(ok, fits(o, l));
+                        if ok {
+                            flat[o..o + l].fill(b);
+                        }
+                    }
+                    Op::HostWrite(o, l, b) => {
+                        let ok = m.host_write(base + o as u64, &vec![b; l]).is_ok();
+                        proptest::prop_assert_eq!(ok, fits(o, l));
+                        if ok {
+                            flat[o..o + l].fill(b);
+                        }
+                    }
+                    Op::WriteShared(o, l, f, b) => {
+                        let at = from_base + f as u64;
+                        let data: Vec<u8> = (0..l).map(|i| b ^ (i as u8)).collect();
+                        proptest::prop_assert!(sender.dma_write(at, &data).is_ok());
+                        let shared = sender.dma_share(at, l).unwrap();
+                        let ok = m.dma_write_shared(base + o as u64, &shared).is_ok();
+                        proptest::prop_assert_eq!(ok, fits(o, l));
+                        if ok {
+                            flat[o..o + l].copy_from_slice(&data);
+                        }
+                        // The sender writing again changes nothing it lent.
+                        proptest::prop_assert!(sender.dma_write(at, &vec![!b; l]).is_ok());
+                    }
+                    Op::Read(o, l) => {
+                        let mut buf = vec![0xa5; l];
+                        let ok = m.dma_read(base + o as u64, &mut buf).is_ok();
+                        proptest::prop_assert_eq!(ok, fits(o, l));
+                        if ok {
+                            proptest::prop_assert_eq!(&buf[..], &flat[o..o + l]);
+                        }
+                    }
+                    Op::Inspect(o, l) => {
+                        let mut seen = Vec::new();
+                        let ok = m
+                            .host_inspect(base + o as u64, l, &mut |p| seen.extend_from_slice(p))
+                            .is_ok();
+                        proptest::prop_assert_eq!(ok, fits(o, l));
+                        if ok {
+                            proptest::prop_assert_eq!(&seen[..], &flat[o..o + l]);
+                        } else {
+                            proptest::prop_assert!(seen.is_empty());
+                        }
+                    }
+                    Op::View(o, l) => {
+                        if let Some(v) = m.dma_view(base + o as u64, l) {
+                            proptest::prop_assert_eq!(v, &flat[o..o + l]);
+                        }
+                        if !fits(o, l) {
+                            proptest::prop_assert!(m.dma_view(base + o as u64, l).is_none());
+                        }
+                    }
+                    Op::Share(o, l) => {
+                        if let Some(s) = m.dma_share(base + o as u64, l) {
+                            proptest::prop_assert_eq!(s.as_slice(), &flat[o..o + l]);
+                            shares.push((s, flat[o..o + l].to_vec()));
+                        }
+                        if !fits(o, l) {
+                            proptest::prop_assert!(m.dma_share(base + o as u64, l).is_none());
+                        }
+                    }
+                    Op::Clone => clones.push((m.clone(), flat.clone())),
+                }
+            }
+            let mut all = vec![0; len];
+            proptest::prop_assert!(m.dma_read(base, &mut all).is_ok());
+            proptest::prop_assert_eq!(all, flat);
+            for (s, then) in shares {
+                proptest::prop_assert_eq!(s.as_slice(), &then[..]);
+            }
+            drop(sender);
+            for (mut c, then) in clones {
+                let mut all = vec![0; len];
+                proptest::prop_assert!(c.dma_read(base, &mut all).is_ok());
+                proptest::prop_assert_eq!(all, then);
+            }
+        }
     }
 }

@@ -53,8 +53,7 @@ impl Nic for ModelNic {
         len: usize,
         f: &mut dyn FnMut(&[u8]),
     ) -> Result<(), NicError> {
-        f(self.memory.host_view(iova, len)?);
-        Ok(())
+        self.memory.host_inspect(iova, len, f)
     }
 
     fn poll(&mut self, now_ns: u64) {

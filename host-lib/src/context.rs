@@ -858,8 +858,9 @@ impl<N: Nic> Context<N> {
         Ok(())
     }
 
-    /// Hands `len` bytes of `mr` from `offset` to `f`, in place where the NIC's memory allows
-    /// (simulated NICs), else through a copy: reading a received message without copying it.
+    /// Hands `len` bytes of `mr` from `offset` to `f` in one or more consecutive pieces, in
+    /// place where the NIC's memory allows (simulated NICs), else through a copy: reading a
+    /// received message without copying it.
     pub fn inspect_mr(
         &mut self,
         mr: &MemoryRegion,

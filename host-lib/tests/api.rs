@@ -51,7 +51,7 @@ fn regions_check_keys_bounds_and_rights() {
     assert_eq!(b, [1; 96]);
     // In place, the same bytes and the same bounds.
     let mut seen = Vec::new();
-    c.inspect_mr(&mr, 3999, 97, &mut |bytes| seen = bytes.to_vec())
+    c.inspect_mr(&mr, 3999, 97, &mut |bytes| seen.extend_from_slice(bytes))
         .unwrap();
     assert_eq!(seen[0], 0);
     assert_eq!(seen[1..], [1; 96]);

@@ -433,14 +433,15 @@ impl FerroceHost {
         if msg.dst != self.host {
             return false;
         }
-        let mut crc = None;
+        // The message may come in pieces (received pages the memory holds by reference).
+        let mut crc = crc32fast::Hasher::new();
         let read = self.ctx.inspect_mr(
             &dst,
             self.wl.dst_off[m as usize],
             msg.bytes as usize,
-            &mut |bytes| crc = Some(crc32fast::hash(bytes)),
+            &mut |bytes| crc.update(bytes),
         );
-        read.is_ok() && crc == Some(self.crcs[m as usize])
+        read.is_ok() && crc.finalize() == self.crcs[m as usize]
     }
 
     /// Address and rkey of this host's destination region (what peers write to), exchanged
