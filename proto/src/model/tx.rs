@@ -158,8 +158,8 @@ impl FastPath {
             psn: desc.fsn & crate::wire::FSN_MASK,
         };
         // Memory that shares the payload by reference is not copied here at all: the frame
-        // keeps the reference (the bytes cannot change under it) and the receiver copies the
-        // payload once, into its own memory.
+        // keeps the reference (the bytes cannot change under it) and the receiver places the
+        // payload from it (simulated memory may even keep the reference).
         let shared = (opcode != Opcode::Cm && payload_len > 0)
             .then(|| mem.dma_share(desc.local_addr, payload_len as usize))
             .flatten()
