@@ -118,18 +118,22 @@ pub const PAGE: usize = 4096;
 #[derive(Debug, Clone)]
 struct Alloc {
     bytes: Arc<Buffer>,
-    /// Pages (by index) written with bytes held by reference
+    /// By page index, the pages written with bytes held by reference
     /// ([`HostMemory::dma_write_shared`]: a received payload kept as its frame carried it),
     /// each exactly [`PAGE`] bytes: they stand for those pages of `bytes`, whatever `bytes`
-    /// holds there.
-    lent: BTreeMap<usize, SharedBytes>,
+    /// holds there. Empty until the first such page (a slot per whole page then: a lookup
+    /// per placed payload is an index, not a tree walk).
+    lent: Vec<Option<SharedBytes>>,
+    /// How many of `lent` are pages.
+    lent_pages: usize,
 }
 
 impl Alloc {
     fn new(len: usize) -> Self {
         Alloc {
             bytes: Arc::new(Buffer(zeroed(len))),
-            lent: BTreeMap::new(),
+            lent: Vec::new(),
+            lent_pages: 0,
         }
     }
 
@@ -144,18 +148,25 @@ impl Alloc {
 
     /// The indices of the lent pages `off..end` touches.
     fn lent_in(&self, off: usize, end: usize) -> impl Iterator<Item = usize> + '_ {
-        let pages = if off < end {
-            off / PAGE..end.div_ceil(PAGE)
+        // Most allocations never hold a page by reference: nothing to look at for them.
+        let pages = if off < end && self.lent_pages > 0 {
+            off / PAGE..end.div_ceil(PAGE).min(self.lent.len())
         } else {
             0..0
         };
-        // Most allocations never hold a page by reference: no tree walk for them.
-        let lent = if self.lent.is_empty() {
-            None
-        } else {
-            Some(self.lent.range(pages).map(|(&p, _)| p))
-        };
-        lent.into_iter().flatten()
+        pages.filter(|&p| self.lent[p].is_some())
+    }
+
+    /// The page `page` holds by reference, if it does.
+    fn lent_page(&self, page: usize) -> Option<&SharedBytes> {
+        self.lent.get(page).and_then(Option::as_ref)
+    }
+
+    /// Takes back page `page`'s reference, if it holds one.
+    fn take_lent(&mut self, page: usize) -> Option<SharedBytes> {
+        let lent = self.lent.get_mut(page).and_then(Option::take);
+        self.lent_pages -= usize::from(lent.is_some());
+        lent
     }
 
     /// The bytes `off..off + len` in place, if they are all in `bytes`.
@@ -180,7 +191,7 @@ impl Alloc {
                 f(&self.bytes.0[at..start]);
                 at = start;
             }
-            let lent = self.lent.get(&page).map(SharedBytes::as_slice);
+            let lent = self.lent_page(page).map(SharedBytes::as_slice);
             f(lent
                 .and_then(|b| b.get(at - start..stop - start))
                 .unwrap_or_default());
@@ -198,15 +209,14 @@ impl Alloc {
     fn write_view(&mut self, off: usize, len: usize) -> Option<&mut [u8]> {
         let end = self.end(off, len)?;
         let pages: Vec<usize> = self.lent_in(off, end).collect();
-        let bytes = &mut Arc::make_mut(&mut self.bytes).0;
         for page in pages {
             let (start, stop) = (page * PAGE, (page + 1) * PAGE);
             let covered = off <= start && stop <= end;
-            if let Some(lent) = self.lent.remove(&page).filter(|_| !covered) {
-                bytes[start..stop].copy_from_slice(lent.as_slice());
+            if let Some(lent) = self.take_lent(page).filter(|_| !covered) {
+                Arc::make_mut(&mut self.bytes).0[start..stop].copy_from_slice(lent.as_slice());
             }
         }
-        bytes.get_mut(off..end)
+        Arc::make_mut(&mut self.bytes).0.get_mut(off..end)
     }
 
     /// The bytes `off..off + len` by reference: a range of `bytes` clear of lent pages, or
@@ -217,7 +227,7 @@ impl Alloc {
         match (lent.next(), lent.next()) {
             (None, _) => SharedBytes::new(self.bytes.clone(), off..end),
             (Some(page), None) if off == page * PAGE && len == PAGE => {
-                self.lent.get(&page).cloned()
+                self.lent_page(page).cloned()
             }
             _ => None,
         }
@@ -227,8 +237,14 @@ impl Alloc {
     fn write_shared(&mut self, off: usize, data: &SharedBytes) -> bool {
         // PAGE is a power of two.
         if off & (PAGE - 1) == 0 && data.len() == PAGE && self.end(off, PAGE).is_some() {
-            self.lent.insert(off / PAGE, data.clone());
-            return true;
+            if self.lent.is_empty() {
+                self.lent.resize(self.len() / PAGE, None);
+            }
+            if let Some(slot) = self.lent.get_mut(off / PAGE) {
+                self.lent_pages += usize::from(slot.is_none());
+                *slot = Some(data.clone());
+                return true;
+            }
         }
         match self.write_view(off, data.len()) {
             Some(m) => {
