@@ -45,7 +45,7 @@
 //!
 //! Throughput (`cargo xtask bench-rtl`, whole core, each figure over 500 descriptors posted
 //! 256 at a time, 200 for 4 KB): with DMA reads answered after 250 cycles, a 94-byte frame
-//! every 13.7 cycles and 4190-byte frames at 7.91 bytes per cycle (99 % of the line); after
+//! every 13.8 cycles and 4190-byte frames at 7.91 bytes per cycle (99 % of the line); after
 //! 100 cycles, 12.9 cycles and 7.93; after one cycle, 12.5 cycles and 7.94. What is left above
 //! the 12-cycle minimum is the start of each post: an empty pipeline waits for a whole batch
 //! (64 beats plus the latency) and two descriptor loads before the first frame, and at a short
