@@ -26,6 +26,10 @@ pub trait Endpoint {
     fn on_wake(&mut self, now: Ps, out: &mut Outbox);
     /// NIC port `port` finished serialising a packet (its queue is `queued` bytes now).
     fn on_port_drained(&mut self, _now: Ps, _port: usize, _queued: u64, _out: &mut Outbox) {}
+    /// Whether [`Endpoint::on_port_drained`] may do anything. An endpoint that keeps the
+    /// default (nothing) says false, and the engine leaves out the call and the outbox round
+    /// trip after every packet it sends (its wake request stays as it is either way).
+    const HEARS_PORT_DRAINED: bool = true;
     /// The link of NIC port `port` went down or came back, as its PHY reports it: up only
     /// while both directions of the cable carry traffic (Ethernet's remote-fault signalling
     /// tells each end when the other stops hearing it). The default ignores it.
@@ -238,6 +242,9 @@ impl<E: Endpoint> Fabric<E> {
                 }
                 if let NodeKind::Host(h) = self.net.nodes[node as usize].kind {
                     self.stats.host_events += 1;
+                    if !E::HEARS_PORT_DRAINED {
+                        return;
+                    }
                     let mut out = std::mem::take(&mut self.out);
                     out.wake = self.wake_at[h as usize];
                     self.hosts[h as usize].on_port_drained(

@@ -498,6 +498,9 @@ impl FerroceHost {
 }
 
 impl Endpoint for FerroceHost {
+    // The NIC's transmit queues are the library's business; the fabric's port is not.
+    const HEARS_PORT_DRAINED: bool = false;
+
     fn on_packet(&mut self, now: Ps, port: usize, pkt: Packet, out: &mut Outbox) {
         if let Body::Frame(f) = &pkt.body {
             let nic = self.ctx.nic_mut();
