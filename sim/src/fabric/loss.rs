@@ -81,7 +81,10 @@ pub enum LossScope {
 }
 
 /// A loss model with its state on one link.
+// The model first: whether there is one is read for every packet, next to the link's other
+// fields (see `Link`).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct LossState {
     model: LossModel,
     scope: LossScope,

@@ -60,19 +60,30 @@ pub enum Enqueued {
     Dropped,
 }
 
-/// An output port.
+/// A queued packet on a cache line of its own: a packet (56 bytes) at any other offset
+/// straddles two lines, and the engine reads each one back long after queueing it.
 #[derive(Debug)]
+#[repr(align(64))]
+struct Queued(Packet);
+
+/// An output port.
+///
+/// Laid out (`repr(C)`, line-aligned) so that what a finished serialisation reads (the queue,
+/// its byte count, the link) is in the first cache line: the engine visits many ports, each
+/// rarely, and the fields in Rust's own order spread over three lines.
+#[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Port {
-    queue: VecDeque<Packet>,
+    queue: VecDeque<Queued>,
     bytes: u64,
-    buffer: u64,
-    red: Option<Red>,
-    rng: Rng,
-    busy: bool,
     /// The link this port transmits onto.
     pub link: usize,
+    buffer: u64,
+    busy: bool,
     /// Counters.
     pub stats: PortStats,
+    rng: Rng,
+    red: Option<Red>,
 }
 
 impl Port {
@@ -121,7 +132,7 @@ impl Port {
         }
         self.bytes += len;
         self.stats.max_bytes = self.stats.max_bytes.max(self.bytes);
-        self.queue.push_back(pkt);
+        self.queue.push_back(Queued(pkt));
         if self.busy {
             Enqueued::Queued
         } else {
@@ -132,12 +143,12 @@ impl Port {
 
     /// Wire length of the packet at the head (the one being serialised).
     pub fn head_len(&self) -> Option<u32> {
-        self.queue.front().map(|p| p.wire_len)
+        self.queue.front().map(|p| p.0.wire_len)
     }
 
     /// Serialisation of the head finished: takes it off. The port stays busy if more wait.
     pub fn finish_tx(&mut self) -> Option<Packet> {
-        let p = self.queue.pop_front()?;
+        let Queued(p) = self.queue.pop_front()?;
         self.bytes -= p.wire_len as u64;
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += p.wire_len as u64;
@@ -169,24 +180,28 @@ pub struct LinkStats {
 }
 
 /// One direction of a cable.
+///
+/// Laid out (`repr(C)`, line-aligned) so that what every packet reads (where it goes, the
+/// delay, the rate, whether the link is up or loses anything) is in one cache line.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Link {
     /// Receiving node.
     pub to_node: u32,
     /// Receiving node's port index.
     pub to_port: u16,
+    /// Carries traffic.
+    pub up: bool,
+    /// Plane.
+    pub plane: u8,
     /// Rate in Mb/s.
     pub rate_mbps: u64,
     /// Propagation delay.
     pub delay_ps: Ps,
-    /// Carries traffic.
-    pub up: bool,
     /// Loss process.
     pub loss: LossState,
     /// Position in the topology.
     pub role: LinkRole,
-    /// Plane.
-    pub plane: u8,
     /// Counters.
     pub stats: LinkStats,
 }
