@@ -209,10 +209,10 @@ pub struct TxFrameBuilder {
     g_vlan: DFF<Bit>,
     g_v6: DFF<Bit>,
     k: DFF<Bits<13>>,
-    // `k` one-hot while it is below 16 (zero after): it picks the next header word in one
-    // AND-OR level, where comparing the 13-bit count with each index put the counter at the
-    // start of the transmit path's longest paths.
-    k_hot: DFF<Bits<16>>,
+    // `k` one-hot while it is below 15 (zero after: beat k + 1 then holds no header): it
+    // picks the next header word in one AND-OR level, where comparing the 13-bit count with
+    // each index put the counter at the start of the transmit path's longest paths.
+    k_hot: DFF<Bits<15>>,
     consumed: DFF<Bits<13>>,
     // Compares of the beat counters, registered beside them (set from the values being loaded,
     // or from compares of the old ones one step ahead), so that no carry chain on a counter

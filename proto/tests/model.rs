@@ -328,6 +328,22 @@ fn completions(evs: &[Event]) -> Vec<(u16, u32, CompletionStatus)> {
         .collect()
 }
 
+/// A connection request from `CONN` over `path_count` paths, with one Tag.
+fn cm_request(path_count: u16) -> CmRepr {
+    CmRepr {
+        kind: CmKind::Request,
+        flags: 0,
+        path_count,
+        src_conn: CONN,
+        dst_conn: 0,
+        initial_fsn: 0,
+        mtu: 4096,
+        tag_count: 1,
+        rate_mbps: 0,
+        tag_modes: 0,
+    }
+}
+
 fn pattern(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
@@ -897,18 +913,7 @@ fn frames_leave_on_the_port_the_descriptor_or_their_data_names() {
     assert_eq!(p.bth.psn, at(3));
 
     // A descriptor names its port; the CM event names the port its frame came in on.
-    let cm = CmRepr {
-        kind: CmKind::Request,
-        flags: 0,
-        path_count: 4,
-        src_conn: CONN,
-        dst_conn: 0,
-        initial_fsn: 0,
-        mtu: 4096,
-        tag_count: 1,
-        rate_mbps: 0,
-        tag_modes: 0,
-    };
+    let cm = cm_request(4);
     mem.dma_write(RECV_BASE, &cm.to_bytes()).unwrap();
     let desc = TxDescriptor {
         opcode: Opcode::Cm as u8,
@@ -1464,18 +1469,7 @@ proptest! {
     ) {
         let (mut fa, mut fb) = (nic(), nic());
         let (mut ma, mut mb) = (Memory::new(), SharingMemory::new());
-        let cm = CmRepr {
-            kind: CmKind::Request,
-            flags: 0,
-            path_count: 1,
-            src_conn: CONN,
-            dst_conn: 0,
-            initial_fsn: 0,
-            mtu: 4096,
-            tag_count: 1,
-            rate_mbps: 0,
-            tag_modes: 0,
-        };
+        let cm = cm_request(1);
         for (i, (opcode, flow, len, addr, conn, port)) in descs.into_iter().enumerate() {
             // The host changes its memory between sends: a frame sent before keeps its bytes.
             let (data_at, data) = (MEM_BASE + (i as u64 * 0x1000) % 0x3f000, pattern(0x1000, i as u8));
