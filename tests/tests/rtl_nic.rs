@@ -1105,3 +1105,70 @@ fn timer_ack_only_for_a_flow_its_connection_still_owns() {
         assert_eq!(counters(&mut rtl), counters(&mut model), "{what}: counters");
     }
 }
+
+/// ACK timers fire at their deadlines and not a nanosecond before, on the RTL as in the model:
+/// the earliest of two armed timers, then the later one once the sweep that sent the first
+/// has made it the earliest. The random mix polls at arbitrary times and never lands on a
+/// deadline, so without this test the engine's "a timer is due" compare could turn `≥` into
+/// `>` unnoticed (it did, with every other test passing); here it is checked at its edge for
+/// the deadline set when a timer starts and for the one a sweep leaves behind.
+#[test]
+fn timer_acks_leave_exactly_at_their_deadlines() {
+    trait SimNic: Nic + SimPort {}
+    impl<T: Nic + SimPort> SimNic for T {}
+    let Some(mut rtl) = rtl_nic_or_skip() else {
+        return;
+    };
+    let mut model = ModelNic::new(rtl.table_sizes());
+    let lay = program(&mut rtl);
+    program(&mut model);
+    let (first, second) = (2u16, 3u16);
+    assert!(second < lay.conns[0].entry.flow_count);
+    let mut both = |what: &str, step: &mut dyn FnMut(&mut dyn SimNic)| {
+        step(&mut rtl);
+        step(&mut model);
+        let (a, b) = (drain(&mut rtl), drain(&mut model));
+        assert_eq!(a, b, "{what}: frames");
+        assert_eq!(
+            rtl.next_timer_ns(),
+            model.next_timer_ns(),
+            "{what}: next timer"
+        );
+        (a, rtl.next_timer_ns())
+    };
+    let arm = |flow: u16| {
+        let f = write_on_conn0(&lay, flow, 0xFF_FFF0);
+        move |n: &mut dyn SimNic| n.receive_frame(0, &f).unwrap()
+    };
+    let (sent, due_first) = both("first Write", &mut arm(first));
+    assert!(sent.is_empty(), "one packet is below the coalescing count");
+    let due_first = due_first.expect("the first Write arms its flow's timer");
+    // The second flow's timer starts a nanosecond before the first one's deadline.
+    let (sent, _) = both("just before the first deadline", &mut |n| {
+        n.poll(due_first - 1)
+    });
+    assert!(sent.is_empty(), "no timer ACK before the first deadline");
+    let (sent, due) = both("second Write", &mut arm(second));
+    assert!(sent.is_empty());
+    assert_eq!(
+        due,
+        Some(due_first),
+        "the first deadline is still the earliest"
+    );
+    let (sent, due_second) = both("at the first deadline", &mut |n| n.poll(due_first));
+    assert_eq!(sent.len(), 1, "the first flow's timer ACK, at its deadline");
+    let due_second = due_second.expect("the second flow's timer is still armed");
+    assert!(due_second > due_first);
+    let (sent, _) = both("just before the second deadline", &mut |n| {
+        n.poll(due_second - 1)
+    });
+    assert!(sent.is_empty(), "no timer ACK before the second deadline");
+    let (sent, due) = both("at the second deadline", &mut |n| n.poll(due_second));
+    assert_eq!(
+        sent.len(),
+        1,
+        "the second flow's timer ACK, at its deadline"
+    );
+    assert_eq!(due, None, "no timer left");
+    assert_eq!(counters(&mut rtl), counters(&mut model), "counters");
+}
