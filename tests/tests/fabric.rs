@@ -121,6 +121,10 @@ fn incast_of_128_settles_without_drops() {
 fn failure() {
     let r = quick("failure");
     assert_eq!(cell(&r, &["ferroce"], "app errors"), "0");
+    // The quick run too has a bin between the ramp-up and the failure to compare with (it
+    // had none, and its dip and recovery were figures of nothing).
+    let before = num(&cell(&r, &["ferroce"], "before Gb/s"));
+    assert!(before > 0.0, "no throughput before the failure: {before}");
     let arrived = cell(&r, &["ferroce"], "messages arrived");
     let (got, of) = arrived.split_once(" of ").expect("n of m");
     assert_eq!(got, of, "ferroce lost messages: {arrived}");

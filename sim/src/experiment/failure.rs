@@ -2,10 +2,12 @@
 //!
 //! Every host streams Writes to a partner on another leaf over a multi-plane fabric; at
 //! `fail_at` after the start every link of plane 0 goes down (no routing reaction: the fabric
-//! just blackholes it). Measured from the data arriving at all hosts in bins of one base RTT:
-//! throughput before the failure, the dip, and the time until throughput is back to the
-//! surviving planes' share ((P−1)/P of before, 90% of it, for 5 bins in a row); plus the
-//! errors the application saw and whether every message still arrived intact.
+//! just blackholes it). Measured from the data arriving at all hosts in bins of five base
+//! RTTs: throughput before the failure (the bins between the first and the failure's), the
+//! dip, and the time until throughput is back to the surviving planes' share ((P−1)/P of
+//! before, 90% of it, in every bin until the first stream ends); per stream the longest wait
+//! between two messages, before and after; plus the errors the application saw and whether
+//! every message still arrived intact.
 
 use super::*;
 use crate::fabric::failure::{Failure, FailureTarget};
@@ -28,7 +30,9 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
     let bin = 5 * rtt;
     let per_host = planes as f64 * opts.link_gbps;
     let ideal_us = msg as f64 * count as f64 * 8.0 / (per_host * 1e3);
-    let fail_at = ((ideal_us * 0.3) as Ps) * 1_000_000;
+    // At 30% of the run, and never before the end of the third bin, so that at least one
+    // whole bin after the ramp-up (the first) tells the throughput before the failure.
+    let fail_at = (((ideal_us * 0.3) as Ps) * 1_000_000).max(3 * bin);
     let rto_us = opts.min_rto_us as f64;
     let mut report = Report {
         name: "failure".into(),
@@ -138,18 +142,21 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
             .skip(1)
             .map(|&b| gbps(b))
             .collect();
-        let before = pre.iter().sum::<f64>() / pre.len().max(1) as f64;
+        let before = (!pre.is_empty())
+            .then(|| pre.iter().sum::<f64>() / pre.len() as f64)
+            .filter(|&b| b > 0.0);
         let tail = stop_bin.saturating_sub(1).max(fail_bin + 1);
         let after: Vec<f64> = (fail_bin..tail)
             .map(|b| gbps(tr.total.get(b).copied().unwrap_or(0)))
             .collect();
         let min_after = after.iter().cloned().fold(f64::INFINITY, f64::min);
-        let goal = 0.9 * before * (planes as f64 - 1.0) / planes as f64;
+        let share = (planes as f64 - 1.0) / planes as f64;
+        let goal = before.map(|b| 0.9 * b * share);
         // Recovery: the end of the first bin from which every later bin (until the first
         // stream ends) is at the goal.
         // A transport that lost messages has not recovered, whatever its throughput.
-        let rec = (0..after.len())
-            .find(|&i| after[i..].iter().all(|&g| g >= goal))
+        let rec = goal
+            .and_then(|goal| (0..after.len()).find(|&i| after[i..].iter().all(|&g| g >= goal)))
             .filter(|_| r.finished && r.app.app_errors == 0);
         // Time from the failure to the end of the last bin below the goal.
         let rec_us =
@@ -183,7 +190,7 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
         }
         let stall_before_us = stall_before as f64 / 1e6;
         let stall_after_us = stall_after.map(|s| s as f64 / 1e6);
-        if rec_us == Some(0.0) {
+        if let (Some(0.0), Some(goal)) = (rec_us, goal) {
             report.notes.push(format!(
                 "{}: receive throughput never fell below 90% of the surviving planes' share after the failure (lowest bin {:.0} Gb/s, goal {:.0} Gb/s): the other planes' flows carried the data while the dead plane's flows moved: {} when the NIC reported their port's link down, and {} silent paths and {} timeouts found by the transport.",
                 name,
@@ -214,16 +221,13 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
         });
         report.table.push(vec![
             name.into(),
-            f(before, 1),
+            before.map_or("n/a".into(), |b| f(b, 1)),
             f(min_after, 1),
-            f(100.0 * (1.0 - min_after / before.max(1e-9)), 1),
+            before.map_or("n/a".into(), |b| f(100.0 * (1.0 - min_after / b), 1)),
             rec_us.map_or("never".into(), |u| f(u, 1)),
             rec_us.map_or("never".into(), |u| f(u / rto_us, 2)),
             f(mean_after, 1),
-            f(
-                mean_after / (before * (planes as f64 - 1.0) / planes as f64).max(1e-9),
-                3,
-            ),
+            before.map_or("n/a".into(), |b| f(mean_after / (b * share), 3)),
             if stack == Stack::Ferroce {
                 format!("{} + {}", r.timeouts, r.silent_paths)
             } else {
