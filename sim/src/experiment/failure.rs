@@ -142,9 +142,8 @@ pub fn run(opts: &Options, progress: &mut dyn FnMut(&str, f64)) -> Result<Report
             .skip(1)
             .map(|&b| gbps(b))
             .collect();
-        let before = (!pre.is_empty())
-            .then(|| pre.iter().sum::<f64>() / pre.len() as f64)
-            .filter(|&b| b > 0.0);
+        // None without a bin to average (or with nothing in it): no baseline to compare with.
+        let before = Some(pre.iter().sum::<f64>() / pre.len().max(1) as f64).filter(|&b| b > 0.0);
         let tail = stop_bin.saturating_sub(1).max(fail_bin + 1);
         let after: Vec<f64> = (fail_bin..tail)
             .map(|b| gbps(tr.total.get(b).copied().unwrap_or(0)))
