@@ -19,8 +19,10 @@ const SPARE_MAX_BYTES: usize = 1 << 30;
 /// A simulator builds and drops many NICs (a fabric experiment: every host of every run), each
 /// with megabytes of registered memory. Fresh memory from the operating system costs a page
 /// fault per page on first touch, which profiles showed at 5–6% of a ferroce run; a spare
-/// buffer's pages are mapped already. Its bytes are zeroed again before reuse, so an
-/// allocation reads as zeroes either way.
+/// buffer's pages are mapped already. A spare still holds its former allocation's bytes: the
+/// new allocation's whole pages read as a shared page of zeroes until they are written (see
+/// [`Alloc::new`]), because clearing them up front cost another 5–7% of a ferroce run while
+/// nearly every byte of them is written before it is read.
 #[derive(Default)]
 struct SpareBuffers {
     buffers: Vec<Vec<u8>>,
@@ -32,9 +34,9 @@ thread_local! {
 }
 
 impl SpareBuffers {
-    /// `len` zeroed bytes from the smallest spare buffer that holds them without wasting more
-    /// than half of it, if any.
-    fn take_zeroed(&mut self, len: usize) -> Option<Vec<u8>> {
+    /// The smallest spare buffer that holds `len` bytes without wasting more than half of
+    /// it, if any, cut to `len` bytes: its contents are a former allocation's.
+    fn take(&mut self, len: usize) -> Option<Vec<u8>> {
         if len < SPARE_MIN {
             return None;
         }
@@ -42,12 +44,11 @@ impl SpareBuffers {
             .buffers
             .iter()
             .enumerate()
-            .filter(|(_, b)| b.capacity() >= len && b.capacity() / 2 <= len)
-            .min_by_key(|(_, b)| b.capacity())?;
+            .filter(|(_, b)| b.len() >= len && b.len() / 2 <= len)
+            .min_by_key(|(_, b)| b.len())?;
         let mut buf = self.buffers.swap_remove(at);
         self.bytes -= buf.capacity();
-        buf.clear();
-        buf.resize(len, 0);
+        buf.truncate(len);
         Some(buf)
     }
 
@@ -60,13 +61,16 @@ impl SpareBuffers {
     }
 }
 
-/// `len` zeroed bytes, from a spare buffer of this thread where one fits.
-fn zeroed(len: usize) -> Vec<u8> {
-    SPARES
-        .try_with(|s| s.borrow_mut().take_zeroed(len))
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| vec![0; len])
+/// `len` bytes from a spare buffer of this thread where one fits (holding a former
+/// allocation's bytes), else `None`.
+fn spare(len: usize) -> Option<Vec<u8>> {
+    SPARES.try_with(|s| s.borrow_mut().take(len)).ok().flatten()
+}
+
+thread_local! {
+    /// The page of zeroes that the unwritten whole pages of an allocation made from a spare
+    /// buffer stand for (one per thread, shared by reference).
+    static ZERO_PAGE: SharedBytes = SharedBytes::from_vec(vec![0; PAGE]);
 }
 
 /// A NIC DMA write, as recorded by [`SimMemory`].
@@ -122,18 +126,35 @@ struct Alloc {
     /// ([`HostMemory::dma_write_shared`]: a received payload kept as its frame carried it),
     /// each exactly [`PAGE`] bytes: they stand for those pages of `bytes`, whatever `bytes`
     /// holds there. Empty until the first such page (a slot per whole page then: a lookup
-    /// per placed payload is an index, not a tree walk).
+    /// per placed payload is an index, not a tree walk); in an allocation made from a spare
+    /// buffer, every whole page starts as the page of zeroes.
     lent: Vec<Option<SharedBytes>>,
     /// How many of `lent` are pages.
     lent_pages: usize,
 }
 
 impl Alloc {
+    /// `len` bytes that read as zeroes.
     fn new(len: usize) -> Self {
-        Alloc {
-            bytes: Arc::new(Buffer(zeroed(len))),
-            lent: Vec::new(),
-            lent_pages: 0,
+        let zero_page = ZERO_PAGE.try_with(SharedBytes::clone).ok();
+        match (spare(len), zero_page) {
+            (Some(mut bytes), Some(zero)) => {
+                // Every whole page stands for the page of zeroes until it is written (a write
+                // of less than the page copies the zeroes in first, as for any page held by
+                // reference); only the partial last page is cleared here.
+                let whole = len / PAGE;
+                bytes[whole * PAGE..].fill(0);
+                Alloc {
+                    bytes: Arc::new(Buffer(bytes)),
+                    lent: vec![Some(zero); whole],
+                    lent_pages: whole,
+                }
+            }
+            _ => Alloc {
+                bytes: Arc::new(Buffer(vec![0; len])),
+                lent: Vec::new(),
+                lent_pages: 0,
+            },
         }
     }
 
@@ -505,12 +526,15 @@ mod tests {
         let a = first.alloc(len, 4096).unwrap();
         assert!(first.dma_write(a, &vec![0xa5; len]).is_ok());
         drop(first);
-        // A second memory on this thread gets the first one's buffer back, zeroed; a smaller
-        // allocation too (within half of it), a much smaller one a buffer of its own.
+        // A second memory on this thread gets the first one's buffer back, reading as zeroes;
+        // a smaller allocation too (within half of it, its partial last page included), a
+        // much smaller one a buffer of its own.
         for want in [len, len - 100, SPARE_MIN / 2] {
             let mut m = SimMemory::default();
             let b = m.alloc(want, 64).unwrap();
-            assert!(m.dma_view(b, want).unwrap().iter().all(|&x| x == 0));
+            let mut now = vec![0xff; want];
+            assert!(m.dma_read(b, &mut now).is_ok());
+            assert!(now.iter().all(|&x| x == 0));
             assert!(m.dma_write(b, &vec![0x5a; want]).is_ok());
         }
     }
@@ -611,11 +635,12 @@ mod tests {
         Clone,
     }
 
-    fn arb_op() -> impl proptest::strategy::Strategy<Value = Op> {
+    /// Operations on an allocation of `pages` pages and a bit.
+    fn arb_op(pages: usize) -> impl proptest::strategy::Strategy<Value = Op> {
         use proptest::prelude::*;
         // Offsets and lengths around pages: whole aligned pages (kept by reference) and
         // everything else (copied), in bounds and out.
-        let off = prop_oneof![(0usize..7).prop_map(|p| p * PAGE), 0usize..7 * PAGE];
+        let off = prop_oneof![(0..pages + 1).prop_map(|p| p * PAGE), 0..(pages + 1) * PAGE];
         let len = prop_oneof![Just(PAGE), 0usize..2 * PAGE + 10];
         prop_oneof![
             (off.clone(), len.clone(), any::<u8>()).prop_map(|(o, l, b)| Op::Write(o, l, b)),
@@ -636,99 +661,129 @@ mod tests {
         /// shared keeps the bytes of the moment it was shared.
         #[test]
         fn memory_reads_as_a_flat_array_whatever_holds_its_pages(
-            ops in proptest::collection::vec(arb_op(), 1..60),
+            ops in proptest::collection::vec(arb_op(6), 1..60),
         ) {
             // Six pages and a bit: the last page is partial (never held by reference).
-            let len = 6 * PAGE + 100;
-            let mut m = SimMemory::default();
-            let base = m.alloc(len, PAGE).unwrap();
-            let mut flat = vec![0u8; len];
-            let mut sender = SimMemory::default();
-            let from_base = sender.alloc(8 * PAGE, PAGE).unwrap();
-            let mut shares = Vec::new();
-            let mut clones = Vec::new();
-            let fits = |o: usize, l: usize| o + l <= len;
-            for op in ops {
-                match op {
-                    Op::Write(o, l, b) => {
-                        let ok = m.dma_write(base + o as u64, &vec![b; l]).is_ok();
-                        proptest::prop_assert_eq!(ok, fits(o, l));
-                        if ok {
-                            flat[o..o + l].fill(b);
-                        }
+            reads_as_a_flat_array(ops, 6 * PAGE + 100, false)?;
+        }
+
+        /// The same in an allocation made from a spare buffer full of a former allocation's
+        /// bytes: it reads as zeroes until written.
+        #[test]
+        fn a_reused_buffer_reads_as_a_flat_array_of_zeroes_until_written(
+            ops in proptest::collection::vec(arb_op(16), 1..60),
+        ) {
+            reads_as_a_flat_array(ops, 16 * PAGE + 100, true)?;
+        }
+    }
+
+    /// Applies `ops` to an allocation of `len` bytes (first filling and dropping one of the
+    /// same size, if `reused`, so that its buffer comes back as a spare) and to a flat array,
+    /// and checks that they agree throughout.
+    fn reads_as_a_flat_array(
+        ops: Vec<Op>,
+        len: usize,
+        reused: bool,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        if reused {
+            let mut old = SimMemory::default();
+            let a = old.alloc(len, PAGE).unwrap();
+            proptest::prop_assert!(old.dma_write(a, &vec![0xee; len]).is_ok());
+        }
+        let mut m = SimMemory::default();
+        let base = m.alloc(len, PAGE).unwrap();
+        if reused {
+            // The former allocation's buffer, not a fresh one.
+            let pages = m.allocs.values().map(|a| a.lent_pages).sum::<usize>();
+            proptest::prop_assert_eq!(pages, len / PAGE);
+        }
+        let mut flat = vec![0u8; len];
+        let mut sender = SimMemory::default();
+        let from_base = sender.alloc(8 * PAGE, PAGE).unwrap();
+        let mut shares = Vec::new();
+        let mut clones = Vec::new();
+        let fits = |o: usize, l: usize| o + l <= len;
+        for op in ops {
+            match op {
+                Op::Write(o, l, b) => {
+                    let ok = m.dma_write(base + o as u64, &vec![b; l]).is_ok();
+                    proptest::prop_assert_eq!(ok, fits(o, l));
+                    if ok {
+                        flat[o..o + l].fill(b);
                     }
-                    Op::HostWrite(o, l, b) => {
-                        let ok = m.host_write(base + o as u64, &vec![b; l]).is_ok();
-                        proptest::prop_assert_eq!(ok, fits(o, l));
-                        if ok {
-                            flat[o..o + l].fill(b);
-                        }
-                    }
-                    Op::WriteShared(o, l, f, b) => {
-                        let at = from_base + f as u64;
-                        let data: Vec<u8> = (0..l).map(|i| b ^ (i as u8)).collect();
-                        proptest::prop_assert!(sender.dma_write(at, &data).is_ok());
-                        let shared = sender.dma_share(at, l).unwrap();
-                        let ok = m.dma_write_shared(base + o as u64, &shared).is_ok();
-                        proptest::prop_assert_eq!(ok, fits(o, l));
-                        if ok {
-                            flat[o..o + l].copy_from_slice(&data);
-                        }
-                        // The sender writing again changes nothing it lent.
-                        proptest::prop_assert!(sender.dma_write(at, &vec![!b; l]).is_ok());
-                    }
-                    Op::Read(o, l) => {
-                        let mut buf = vec![0xa5; l];
-                        let ok = m.dma_read(base + o as u64, &mut buf).is_ok();
-                        proptest::prop_assert_eq!(ok, fits(o, l));
-                        if ok {
-                            proptest::prop_assert_eq!(&buf[..], &flat[o..o + l]);
-                        }
-                    }
-                    Op::Inspect(o, l) => {
-                        let mut seen = Vec::new();
-                        let ok = m
-                            .host_inspect(base + o as u64, l, &mut |p| seen.extend_from_slice(p))
-                            .is_ok();
-                        proptest::prop_assert_eq!(ok, fits(o, l));
-                        if ok {
-                            proptest::prop_assert_eq!(&seen[..], &flat[o..o + l]);
-                        } else {
-                            proptest::prop_assert!(seen.is_empty());
-                        }
-                    }
-                    Op::View(o, l) => {
-                        if let Some(v) = m.dma_view(base + o as u64, l) {
-                            proptest::prop_assert_eq!(v, &flat[o..o + l]);
-                        }
-                        if !fits(o, l) {
-                            proptest::prop_assert!(m.dma_view(base + o as u64, l).is_none());
-                        }
-                    }
-                    Op::Share(o, l) => {
-                        if let Some(s) = m.dma_share(base + o as u64, l) {
-                            proptest::prop_assert_eq!(s.as_slice(), &flat[o..o + l]);
-                            shares.push((s, flat[o..o + l].to_vec()));
-                        }
-                        if !fits(o, l) {
-                            proptest::prop_assert!(m.dma_share(base + o as u64, l).is_none());
-                        }
-                    }
-                    Op::Clone => clones.push((m.clone(), flat.clone())),
                 }
-            }
-            let mut all = vec![0; len];
-            proptest::prop_assert!(m.dma_read(base, &mut all).is_ok());
-            proptest::prop_assert_eq!(all, flat);
-            for (s, then) in shares {
-                proptest::prop_assert_eq!(s.as_slice(), &then[..]);
-            }
-            drop(sender);
-            for (mut c, then) in clones {
-                let mut all = vec![0; len];
-                proptest::prop_assert!(c.dma_read(base, &mut all).is_ok());
-                proptest::prop_assert_eq!(all, then);
+                Op::HostWrite(o, l, b) => {
+                    let ok = m.host_write(base + o as u64, &vec![b; l]).is_ok();
+                    proptest::prop_assert_eq!(ok, fits(o, l));
+                    if ok {
+                        flat[o..o + l].fill(b);
+                    }
+                }
+                Op::WriteShared(o, l, f, b) => {
+                    let at = from_base + f as u64;
+                    let data: Vec<u8> = (0..l).map(|i| b ^ (i as u8)).collect();
+                    proptest::prop_assert!(sender.dma_write(at, &data).is_ok());
+                    let shared = sender.dma_share(at, l).unwrap();
+                    let ok = m.dma_write_shared(base + o as u64, &shared).is_ok();
+                    proptest::prop_assert_eq!(ok, fits(o, l));
+                    if ok {
+                        flat[o..o + l].copy_from_slice(&data);
+                    }
+                    // The sender writing again changes nothing it lent.
+                    proptest::prop_assert!(sender.dma_write(at, &vec![!b; l]).is_ok());
+                }
+                Op::Read(o, l) => {
+                    let mut buf = vec![0xa5; l];
+                    let ok = m.dma_read(base + o as u64, &mut buf).is_ok();
+                    proptest::prop_assert_eq!(ok, fits(o, l));
+                    if ok {
+                        proptest::prop_assert_eq!(&buf[..], &flat[o..o + l]);
+                    }
+                }
+                Op::Inspect(o, l) => {
+                    let mut seen = Vec::new();
+                    let ok = m
+                        .host_inspect(base + o as u64, l, &mut |p| seen.extend_from_slice(p))
+                        .is_ok();
+                    proptest::prop_assert_eq!(ok, fits(o, l));
+                    if ok {
+                        proptest::prop_assert_eq!(&seen[..], &flat[o..o + l]);
+                    } else {
+                        proptest::prop_assert!(seen.is_empty());
+                    }
+                }
+                Op::View(o, l) => {
+                    if let Some(v) = m.dma_view(base + o as u64, l) {
+                        proptest::prop_assert_eq!(v, &flat[o..o + l]);
+                    }
+                    if !fits(o, l) {
+                        proptest::prop_assert!(m.dma_view(base + o as u64, l).is_none());
+                    }
+                }
+                Op::Share(o, l) => {
+                    if let Some(s) = m.dma_share(base + o as u64, l) {
+                        proptest::prop_assert_eq!(s.as_slice(), &flat[o..o + l]);
+                        shares.push((s, flat[o..o + l].to_vec()));
+                    }
+                    if !fits(o, l) {
+                        proptest::prop_assert!(m.dma_share(base + o as u64, l).is_none());
+                    }
+                }
+                Op::Clone => clones.push((m.clone(), flat.clone())),
             }
         }
+        let mut all = vec![0; len];
+        proptest::prop_assert!(m.dma_read(base, &mut all).is_ok());
+        proptest::prop_assert_eq!(all, flat);
+        for (s, then) in shares {
+            proptest::prop_assert_eq!(s.as_slice(), &then[..]);
+        }
+        drop(sender);
+        for (mut c, then) in clones {
+            let mut all = vec![0; len];
+            proptest::prop_assert!(c.dma_read(base, &mut all).is_ok());
+            proptest::prop_assert_eq!(all, then);
+        }
+        Ok(())
     }
 }
