@@ -5,7 +5,6 @@
 use ferroce_proto::model::{DmaFault, HostMemory};
 use ferroce_proto::wire::SharedBytes;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Allocations at least this large go back to the thread's spare buffers when their memory is
@@ -288,8 +287,9 @@ impl Alloc {
 /// way.
 #[derive(Debug, Clone)]
 pub struct SimMemory {
-    /// Allocations by base address.
-    allocs: BTreeMap<u64, Alloc>,
+    /// Allocations, sorted by base address. A handful per NIC (rings, queues, regions), looked
+    /// up on every DMA access: a binary search over one array beats a tree walk there.
+    allocs: Vec<(u64, Alloc)>,
     next: u64,
     limit: u64,
     log: Option<Vec<DmaWrite>>,
@@ -305,7 +305,7 @@ impl SimMemory {
     /// Memory handing out addresses from `start` up to `start + size`.
     pub fn new(start: u64, size: u64) -> Self {
         SimMemory {
-            allocs: BTreeMap::new(),
+            allocs: Vec::new(),
             next: start,
             limit: start + size,
             log: None,
@@ -333,7 +333,7 @@ impl SimMemory {
         // A guard gap between allocations so an off-by-one DMA faults instead of landing in a
         // neighbour.
         self.next = end + 4096;
-        self.allocs.insert(base, Alloc::new(len));
+        self.insert(base, Alloc::new(len));
         Some(base)
     }
 
@@ -344,28 +344,45 @@ impl SimMemory {
             Some(e) => e,
             None => return false,
         };
+        // The allocation with the highest base below `end` is the only one that can reach
+        // into `addr..end` (allocations do not overlap each other).
         let overlaps = self
             .allocs
-            .range(..end)
-            .next_back()
-            .is_some_and(|(&b, v)| b + v.len() as u64 > addr);
+            .partition_point(|(b, _)| *b < end)
+            .checked_sub(1)
+            .is_some_and(|i| self.allocs[i].0 + self.allocs[i].1.len() as u64 > addr);
         if overlaps {
             return false;
         }
-        self.allocs.insert(addr, Alloc::new(len));
+        self.insert(addr, Alloc::new(len));
         self.next = self.next.max(end + 4096);
         true
     }
 
-    /// The allocation holding `addr`, with the offset of `addr` in it.
+    /// Adds an allocation at `base`, keeping the array sorted.
+    fn insert(&mut self, base: u64, a: Alloc) {
+        let at = self.allocs.partition_point(|(b, _)| *b < base);
+        self.allocs.insert(at, (base, a));
+    }
+
+    /// Index of the allocation with the highest base at or below `addr`.
+    fn below(&self, addr: u64) -> Option<usize> {
+        self.allocs
+            .partition_point(|(b, _)| *b <= addr)
+            .checked_sub(1)
+    }
+
+    /// The allocation holding `addr` if any (the one below it, whose bounds the caller
+    /// checks), with the offset of `addr` in it.
     fn at(&self, addr: u64) -> Option<(&Alloc, usize)> {
-        let (&base, a) = self.allocs.range(..=addr).next_back()?;
+        let (base, a) = &self.allocs[self.below(addr)?];
         Some((a, usize::try_from(addr - base).ok()?))
     }
 
     fn at_mut(&mut self, addr: u64) -> Option<(&mut Alloc, usize)> {
-        let (&base, a) = self.allocs.range_mut(..=addr).next_back()?;
-        Some((a, usize::try_from(addr - base).ok()?))
+        let i = self.below(addr)?;
+        let (base, a) = &mut self.allocs[i];
+        Some((a, usize::try_from(addr - *base).ok()?))
     }
 
     /// The `len` bytes at `addr` in place, if one allocation holds them all in its own bytes
@@ -694,7 +711,7 @@ mod tests {
         let base = m.alloc(len, PAGE).unwrap();
         if reused {
             // The former allocation's buffer, not a fresh one.
-            let pages = m.allocs.values().map(|a| a.lent_pages).sum::<usize>();
+            let pages = m.allocs.iter().map(|(_, a)| a.lent_pages).sum::<usize>();
             proptest::prop_assert_eq!(pages, len / PAGE);
         }
         let mut flat = vec![0u8; len];
