@@ -328,6 +328,9 @@ pub struct TxFrameBuilder {
     lane: Signal<Local, Bits<64>>,
     l4: Signal<Local, Bits<1024>>,
     l3: Signal<Local, Bits<1024>>,
+    // The frame's header vector (Ethernet in front of `l3`), for whichever header register
+    // assembly writes.
+    hdr_asm: Signal<Local, Bits<1024>>,
     ip4: Signal<Local, Bits<160>>,
     ip6: Signal<Local, Bits<320>>,
     eth: Signal<Local, Bits<144>>,
@@ -593,6 +596,7 @@ impl Default for TxFrameBuilder {
             lane: Default::default(),
             l4: Default::default(),
             l3: Default::default(),
+            hdr_asm: Default::default(),
             ip4: Default::default(),
             ip6: Default::default(),
             eth: Default::default(),
@@ -869,6 +873,13 @@ impl Logic for TxFrameBuilder {
                 self.l3.next =
                     (bit_cast::<1024, 160>(self.ip4.val()) << 864_u64) | (self.l4.val() >> 160_u64);
             }
+            if self.r_vlan.q.val() {
+                self.hdr_asm.next =
+                    (bit_cast::<1024, 144>(self.eth.val()) << 880_u64) | (self.l3.val() >> 144_u64);
+            } else {
+                self.hdr_asm.next = (bit_cast::<1024, 144>(self.eth.val() >> 32_u64) << 912_u64)
+                    | (self.l3.val() >> 112_u64);
+            }
         } else {
             self.l4_len.next = 0.into();
             self.eth.next = 0.into();
@@ -879,6 +890,7 @@ impl Logic for TxFrameBuilder {
             self.ip6.next = 0.into();
             self.l4.next = 0.into();
             self.l3.next = 0.into();
+            self.hdr_asm.next = 0.into();
         }
 
         // ---- Generation of beat k of the current frame.
@@ -1022,20 +1034,10 @@ impl Logic for TxFrameBuilder {
             self.nx_valid.d.next = true;
             // Into the header register the frame being generated (if any) does not read; it
             // stays there until that frame is loaded and has left.
-            if self.r_vlan.q.val() {
-                if self.g_par.q.val() {
-                    self.hdr0.d.next = (bit_cast::<1024, 144>(self.eth.val()) << 880_u64)
-                        | (self.l3.val() >> 144_u64);
-                } else {
-                    self.hdr1.d.next = (bit_cast::<1024, 144>(self.eth.val()) << 880_u64)
-                        | (self.l3.val() >> 144_u64);
-                }
-            } else if self.g_par.q.val() {
-                self.hdr0.d.next = (bit_cast::<1024, 144>(self.eth.val() >> 32_u64) << 912_u64)
-                    | (self.l3.val() >> 112_u64);
+            if self.g_par.q.val() {
+                self.hdr0.d.next = self.hdr_asm.val();
             } else {
-                self.hdr1.d.next = (bit_cast::<1024, 144>(self.eth.val() >> 32_u64) << 912_u64)
-                    | (self.l3.val() >> 112_u64);
+                self.hdr1.d.next = self.hdr_asm.val();
             }
             self.nx_hlen.d.next = self.r_hl.q.val();
             self.nx_hbeat.d.next = bit_cast::<13, 16>(self.r_hl.q.val() >> 3_u64);
