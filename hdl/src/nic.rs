@@ -183,12 +183,22 @@ pub struct NicCore {
 
     k: NicConsts,
     parser: RxParser,
-    buffer: SynchronousFIFO<Bits<65>, 11, 12, 1>,
-    results: SynchronousFIFO<Bits<RES_BITS>, 3, 4, 4>,
+    // The queues behind the MAC RX stream hold it back (`s_tready`) early enough that every
+    // beat and frame already on its way still finds room. `s_tready` is a flip-flop loaded
+    // from the fill levels, and a fill level counts a write two cycles after it: when a beat
+    // is taken, the fill that let it in may miss the writes of the two cycles before it, and
+    // its own. So the packet buffer stops taking beats 2 short of full (`BLOCK_SIZE`, the last
+    // parameter). The parser writes a frame's result into `results` and `cuts` 4 cycles after
+    // the frame's last beat, so with one-beat frames back to back 4 more results are on their
+    // way: those queues stop 6 short of full (16 deep, so 10 results may wait for the engine).
+    // Less room loses a result, and the payload extractor then waits forever for its frame
+    // (`a_flood_of_short_frames_loses_none` in `tests/tests/rtl_nic.rs`).
+    buffer: SynchronousFIFO<Bits<65>, 11, 12, 2>,
+    results: SynchronousFIFO<Bits<RES_BITS>, 4, 5, 6>,
     // Each frame's header length and payload length, written with its parse result: the
     // payload extractor's own copy, so it moves on to the next frame without waiting for the
     // engine to take it up (the engine only decides place or discard).
-    cuts: SynchronousFIFO<Bits<32>, 4, 5, 4>,
+    cuts: SynchronousFIFO<Bits<32>, 4, 5, 6>,
     // The engine's place/discard decisions, in frame order, until the extractor reaches the
     // frame: the engine does not wait for the extractor to finish the frames before.
     decisions: SynchronousFIFO<Bits<2>, 3, 4, 1>,
@@ -199,7 +209,9 @@ pub struct NicCore {
     events: EventWriter,
     regs: RegisterBlock,
     in_frame: DFF<Bit>,
-    rx_ready: Signal<Local, Bit>,
+    // `s_tready`, registered so that the FIFOs' fill compares do not stand in front of the
+    // parser's capture enables (the whole core's critical path when it was combinational).
+    rx_ready: DFF<Bit>,
     rx_take: Signal<Local, Bit>,
     res: Signal<Local, Bits<RES_BITS>>,
     ack_sel: Signal<Local, Bit>,
@@ -208,7 +220,7 @@ pub struct NicCore {
 impl Logic for NicCore {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, in_frame);
+        dff_setup!(self, clock, in_frame, rx_ready);
         clock!(
             self, clock, parser, buffer, results, cuts, decisions, engine, payload, tx, builder,
             events, regs
@@ -223,11 +235,12 @@ impl Logic for NicCore {
         self.regs.reset.next = self.reset.val();
 
         // ---- Receive: parser and packet buffer see the same accepted beats.
-        self.rx_ready.next = !self.buffer.almost_full.val()
+        self.rx_ready.d.next = !self.buffer.almost_full.val()
             & !self.results.almost_full.val()
-            & !self.cuts.almost_full.val();
-        self.rx_take.next = self.s_tvalid.val() & self.rx_ready.val();
-        self.s_tready.next = self.rx_ready.val();
+            & !self.cuts.almost_full.val()
+            & !self.reset.val();
+        self.rx_take.next = self.s_tvalid.val() & self.rx_ready.q.val();
+        self.s_tready.next = self.rx_ready.q.val();
         self.parser.s_tdata.next = self.s_tdata.val();
         self.parser.s_tkeep.next = self.s_tkeep.val();
         self.parser.s_tvalid.next = self.rx_take.val();
