@@ -67,6 +67,7 @@ impl ReplayNic for RtlNic {
 const VERDICTS: &[Counter] = &[
     Counter::RxDisabled,
     Counter::RxTruncated,
+    Counter::RxTooLong,
     Counter::RxBadEtherType,
     Counter::RxBadIpHeader,
     Counter::RxBadIpChecksum,

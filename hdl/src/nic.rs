@@ -29,12 +29,22 @@ use crate::rx_payload::RxPayload;
 use crate::tx_engine::TxEngine;
 use crate::tx_frame::TxFrameBuilder;
 use ferroce_proto::hsi::TableId;
+use ferroce_proto::wire::MAX_FRAME_LEN;
 use rust_hdl::prelude::*;
+
+// The packet buffer (2^11 beats) holds the beats kept of the longest frame (those of a
+// `MAX_FRAME_LEN` frame and its last beat) within the 2 beats short of full where `s_tready`
+// falls: one frame alone can never fill it before its verdict.
+const _: () = assert!(
+    MAX_FRAME_LEN.div_ceil(8) < (1 << 11) - 2,
+    "buffer too small"
+);
 
 constants!(
     /// Constants of the core's wiring.
     NicConsts {
         t_conn / k_t_conn: 8 = TableId::Connection,
+        max_beats / k_max_beats: 12 = MAX_FRAME_LEN.div_ceil(8),
     }
 );
 
@@ -212,6 +222,8 @@ pub struct NicCore {
     // `s_tready`, registered so that the FIFOs' fill compares do not stand in front of the
     // parser's capture enables (the whole core's critical path when it was combinational).
     rx_ready: DFF<Bit>,
+    // Beats of the frame coming in so far, up to the beats of a `MAX_FRAME_LEN` frame.
+    rx_beats: DFF<Bits<12>>,
     rx_take: Signal<Local, Bit>,
     res: Signal<Local, Bits<RES_BITS>>,
     ack_sel: Signal<Local, Bit>,
@@ -220,7 +232,7 @@ pub struct NicCore {
 impl Logic for NicCore {
     #[hdl_gen]
     fn update(&mut self) {
-        dff_setup!(self, clock, in_frame, rx_ready);
+        dff_setup!(self, clock, in_frame, rx_ready, rx_beats);
         clock!(
             self, clock, parser, buffer, results, cuts, decisions, engine, payload, tx, builder,
             events, regs
@@ -247,7 +259,22 @@ impl Logic for NicCore {
         self.parser.s_tlast.next = self.s_tlast.val();
         self.parser.s_tid.next = self.s_tid.val();
         self.parser.udp_port.next = self.regs.udp_port.val();
-        self.buffer.write.next = self.rx_take.val();
+        // A frame longer than `MAX_FRAME_LEN` is dropped (the parser says `TooLong`), but only
+        // once it has ended: the buffer keeps the beats of a `MAX_FRAME_LEN` frame and its last (the
+        // `tlast` the payload extractor discards up to). Keeping it all would let one frame
+        // longer than the buffer fill it before its verdict, and the core would wait forever.
+        self.buffer.write.next = self.rx_take.val()
+            & ((self.rx_beats.q.val() != self.k.max_beats.val()) | self.s_tlast.val());
+        if self.rx_take.val() {
+            if self.s_tlast.val() {
+                self.rx_beats.d.next = 0.into();
+            } else if self.rx_beats.q.val() != self.k.max_beats.val() {
+                self.rx_beats.d.next = self.rx_beats.q.val() + 1_u64;
+            }
+        }
+        if self.reset.val() {
+            self.rx_beats.d.next = 0.into();
+        }
         self.buffer.data_in.next = bit_cast::<65, 64>(self.s_tdata.val())
             | (bit_cast::<65, 1>(self.s_tlast.val().into()) << 64_u64);
         if self.rx_take.val() {

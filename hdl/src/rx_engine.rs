@@ -195,6 +195,7 @@ constants!(
         e_bad_bth / k_e_bad_bth: 6 = parse_counter(ParseError::BadBth),
         e_bad_opcode / k_e_bad_opcode: 6 = parse_counter(ParseError::BadOpcode),
         e_bad_icrc / k_e_bad_icrc: 6 = parse_counter(ParseError::BadIcrc),
+        e_too_long / k_e_too_long: 6 = parse_counter(ParseError::TooLong),
         pe_truncated / k_pe_truncated: 4 = ParseError::Truncated.code(),
         pe_ethertype / k_pe_ethertype: 4 = ParseError::BadEtherType.code(),
         pe_ip_header / k_pe_ip_header: 4 = ParseError::BadIpHeader.code(),
@@ -203,6 +204,7 @@ constants!(
         pe_bad_udp / k_pe_bad_udp: 4 = ParseError::BadUdp.code(),
         pe_bad_bth / k_pe_bad_bth: 4 = ParseError::BadBth.code(),
         pe_bad_opcode / k_pe_bad_opcode: 4 = ParseError::BadOpcode.code(),
+        pe_too_long / k_pe_too_long: 4 = ParseError::TooLong.code(),
         nak_rnr / k_nak_rnr: 8 = NakReason::ReceiverNotReady,
         nak_invalid / k_nak_invalid: 8 = NakReason::InvalidRequest,
         nak_access / k_nak_access: 8 = NakReason::RemoteAccess,
@@ -1315,6 +1317,9 @@ impl Logic for RxEngine {
         }
         if self.pr_error.val() == self.k.pe_bad_opcode.val() {
             self.err_cnt.next = self.k.e_bad_opcode.val();
+        }
+        if self.pr_error.val() == self.k.pe_too_long.val() {
+            self.err_cnt.next = self.k.e_too_long.val();
         }
 
         // ---- Table command decoding.

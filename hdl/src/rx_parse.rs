@@ -31,7 +31,7 @@
 use crate::crc::{Crc32Full, RESIDUE, crc32_update};
 use crate::rx_engine::PORT_BITS;
 use ferroce_proto::wire::{
-    ParseError, bth, ethernet, icrc, ip,
+    MAX_FRAME_LEN, ParseError, bth, ethernet, icrc, ip,
     transport::{ACK_LEN, CM_LEN, FDH_LEN, IMM_LEN, NAK_LEN, RETH_LEN},
 };
 use rust_hdl::prelude::*;
@@ -128,6 +128,8 @@ pub struct RxParser {
     k_e_bth: Constant<Bits<4>>,
     k_e_opcode: Constant<Bits<4>>,
     k_e_icrc: Constant<Bits<4>>,
+    k_e_too_long: Constant<Bits<4>>,
+    k_max_frame: Constant<Bits<17>>,
     k_op_send: Constant<Bits<8>>,
     k_op_send_imm: Constant<Bits<8>>,
     k_op_write: Constant<Bits<8>>,
@@ -368,6 +370,8 @@ impl Default for RxParser {
             k_e_bth: k(ParseError::BadBth.code() as u64),
             k_e_opcode: k(ParseError::BadOpcode.code() as u64),
             k_e_icrc: k(ParseError::BadIcrc.code() as u64),
+            k_e_too_long: k(ParseError::TooLong.code() as u64),
+            k_max_frame: k(MAX_FRAME_LEN as u64),
             k_op_send: k(Opcode::Send as u64),
             k_op_send_imm: k(Opcode::SendImm as u64),
             k_op_write: k(Opcode::Write as u64),
@@ -1099,6 +1103,9 @@ impl Logic for RxParser {
             }
             if self.a_flen.q.val() < 14_u64 {
                 self.err.next = self.k_e_truncated.val();
+            }
+            if self.a_flen.q.val() > self.k_max_frame.val() {
+                self.err.next = self.k_e_too_long.val();
             }
 
             // ---- Stage 2: the verdict without the ICRC, the ICRC's own verdict, the fields.

@@ -17,7 +17,7 @@ use ferroce_proto::wire::{
     SACK_BITS, TagPageError, TransportRepr, UdpRepr, ethernet, parse_frame, transport,
 };
 use ferroce_proto::wire::{FrameBuf, SharedBytes, SplitFrame};
-use ferroce_proto::wire::{IcrcCheck, parse_frame_checking};
+use ferroce_proto::wire::{IcrcCheck, MAX_FRAME_LEN, parse_frame_checking};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
@@ -1086,6 +1086,22 @@ proptest! {
         let parsed = parse_frame(&bytes, frame.dst_port);
         prop_assert!(parsed.is_ok(), "{:?}", parsed);
         assert_round_trip("padded", &repr, &parsed.unwrap());
+    }
+
+    #[test]
+    fn frames_up_to_the_limit_parse_and_longer_ones_are_too_long(frame in arb_frame()) {
+        let repr = frame.repr();
+        let mut bytes = repr.emit();
+        prop_assert!(bytes.len() <= MAX_FRAME_LEN);
+        bytes.resize(MAX_FRAME_LEN, 0x5A);
+        let parsed = parse_frame(&bytes, frame.dst_port);
+        prop_assert!(parsed.is_ok(), "{:?}", parsed);
+        assert_round_trip("padded to the limit", &repr, &parsed.unwrap());
+        bytes.push(0x5A);
+        prop_assert_eq!(parse_frame(&bytes, frame.dst_port), Err(ParseError::TooLong));
+        // First of all checks: a frame too long is that whatever else is wrong with it.
+        bytes[12] ^= 0xFF;
+        prop_assert_eq!(parse_frame(&bytes, frame.dst_port), Err(ParseError::TooLong));
     }
 
     #[test]

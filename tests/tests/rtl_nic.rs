@@ -1226,3 +1226,41 @@ fn a_flood_of_short_frames_loses_none() {
         .map(|x| x.1);
     assert_eq!(rx_frames, Some(burst.len() as u64), "every frame counted");
 }
+
+/// Frames around `MAX_FRAME_LEN` (9,216 bytes), longer than the packet buffer (16 KB) and
+/// longer than the parser's byte count (64 KB), as a faulty or hostile MAC may deliver: each
+/// gets the model's verdict (`RxTooLong` past the limit), and the core goes on to take the
+/// next frame. Before the limit, a frame longer than the packet buffer filled it before its
+/// verdict and the core waited forever.
+#[test]
+fn frames_longer_than_the_packet_buffer_get_a_verdict() {
+    let Some(mut rtl) = rtl_nic_or_skip() else {
+        return;
+    };
+    let mut model = ModelNic::new(rtl.table_sizes());
+    let lay = program(&mut rtl);
+    program(&mut model);
+    let good = write_on_conn0(&lay, 1, 0xFF_FFF0);
+    for len in [
+        9_000usize, 9_216, 9_217, 9_224, 9_225, 16_392, 20_000, 70_000,
+    ] {
+        let mut f = good.clone();
+        f.resize(len, 0xA5);
+        rtl.receive_frame(0, &f).unwrap();
+        rtl.receive_frame(0, &good).unwrap();
+        model.receive_frame(0, &f).unwrap();
+        model.receive_frame(0, &good).unwrap();
+        let (a, b) = (drain(&mut rtl), drain(&mut model));
+        assert_eq!(a, b, "{len} bytes: frames sent");
+        assert_eq!(
+            counters(&mut rtl),
+            counters(&mut model),
+            "{len} bytes: counters"
+        );
+    }
+    let too_long = counters(&mut rtl)
+        .into_iter()
+        .find(|(c, _)| *c == Counter::RxTooLong)
+        .map(|x| x.1);
+    assert_eq!(too_long, Some(6), "the frames over MAX_FRAME_LEN");
+}

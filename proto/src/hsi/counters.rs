@@ -31,6 +31,8 @@ counters! {
     RxDisabled = "rx_disabled",
     /// Dropped: truncated frame or header.
     RxTruncated = "rx_truncated",
+    /// Dropped: frame longer than `wire::MAX_FRAME_LEN`.
+    RxTooLong = "rx_too_long",
     /// Dropped: EtherType not IPv4/IPv6.
     RxBadEtherType = "rx_bad_ethertype",
     /// Dropped: bad IP header (version, options, fragments, length).

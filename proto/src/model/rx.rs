@@ -30,6 +30,7 @@ pub fn parse_counter(e: ParseError) -> Counter {
         ParseError::BadBth => Counter::RxBadBth,
         ParseError::BadOpcode => Counter::RxBadOpcode,
         ParseError::BadIcrc => Counter::RxBadIcrc,
+        ParseError::TooLong => Counter::RxTooLong,
     }
 }
 

@@ -14,6 +14,13 @@ use super::{
 /// BTH + ICRC): no valid frame is shorter.
 pub const MIN_FRAME_LEN: usize = 14 + 20 + 8 + 12 + 4;
 
+/// The longest frame the receive path takes (FCS not counted): a 9,216-byte jumbo frame, the
+/// usual switch maximum. ferroce never sends a longer one (its largest, a
+/// [`crate::hsi::MAX_PAYLOAD_LEN`] payload with every header, is under 8,400 bytes), and the
+/// hardware buffers a frame whole before it decides about it, so a longer frame is dropped
+/// ([`ParseError::TooLong`]) rather than held.
+pub const MAX_FRAME_LEN: usize = 9216;
+
 /// A parsed, validated frame borrowing its payload from the receive buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Frame<'a> {
@@ -51,7 +58,8 @@ impl<'a> Frame<'a> {
 
 /// Parses and validates a frame in the order the hardware does: Ethernet, IP (checksum), UDP
 /// (port, length), BTH, transport headers (length), ICRC. Bytes after the IP packet (Ethernet
-/// padding) are ignored. `udp_port` is the configured RoCEv2 destination port.
+/// padding) are ignored, up to [`MAX_FRAME_LEN`] bytes in all. `udp_port` is the configured
+/// RoCEv2 destination port.
 pub fn parse_frame(frame: &[u8], udp_port: u16) -> Result<Frame<'_>, ParseError> {
     parse_frame_checking(frame, udp_port, IcrcCheck::Compute)
 }
@@ -76,6 +84,9 @@ pub fn parse_frame_checking(
     udp_port: u16,
     icrc_check: IcrcCheck,
 ) -> Result<Frame<'_>, ParseError> {
+    if frame.len() > MAX_FRAME_LEN {
+        return Err(ParseError::TooLong);
+    }
     let eth = EthernetRepr::parse(frame)?;
     let l3 = &frame[eth.header_len()..];
     let (ip, ip_total) = match eth.ethertype {

@@ -24,7 +24,7 @@ pub mod udp;
 
 pub use bth::{BthPacket, BthRepr, Opcode};
 pub use ethernet::{EthernetAddress, EthernetRepr};
-pub use frame::{Frame, FrameRepr, IcrcCheck, parse_frame, parse_frame_checking};
+pub use frame::{Frame, FrameRepr, IcrcCheck, MAX_FRAME_LEN, parse_frame, parse_frame_checking};
 pub use ip::{IpRepr, Ipv4Repr, Ipv6Repr};
 pub use split::{FrameBuf, SharedBuf, SharedBytes, SplitFrame};
 pub use transport::{
@@ -69,11 +69,13 @@ pub enum ParseError {
     BadOpcode,
     /// The invariant CRC does not match.
     BadIcrc,
+    /// Longer than [`frame::MAX_FRAME_LEN`]: checked before anything else.
+    TooLong,
 }
 
 impl ParseError {
     /// Every error, in the order of their codes (1, 2, ...).
-    pub const ALL: [ParseError; 9] = [
+    pub const ALL: [ParseError; 10] = [
         ParseError::Truncated,
         ParseError::BadEtherType,
         ParseError::BadIpHeader,
@@ -83,6 +85,7 @@ impl ParseError {
         ParseError::BadBth,
         ParseError::BadOpcode,
         ParseError::BadIcrc,
+        ParseError::TooLong,
     ];
 
     /// The 4-bit code the RTL parser reports for this error (0 means "accepted").
