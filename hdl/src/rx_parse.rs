@@ -190,15 +190,12 @@ pub struct RxParser {
     poff2: DFF<Bits<16>>,
     plen2: DFF<Bits<16>>,
     port2: DFF<Bits<PORT_BITS>>,
-    // The snapshot in four quarters (capture words 0–3, 4–7, ...), each loaded under its own
-    // copy of `end1`, and the wide stage A and stage 2 registers under copies of
-    // `snap_valid` and `a_valid`: one strobe loading all of them had a thousand loads spread
-    // over the parser, the widest nets of the whole core. A `_dup` register is a replica
-    // that synthesis must keep (`cargo xtask synth` marks them `keep`; see docs/rtl.md).
+    // The snapshot (in four quarters, capture words 0–3, 4–7, ...) and the registers of stage
+    // A and stage 2 load in every cycle, with no enable: each is read only in the cycle after,
+    // and only when its stage's valid bit says so. Loading them only with a frame made their
+    // strobes (`end1`, `snap_valid`, `a_valid`) nets of about a thousand loads each, and the
+    // fields zeroed without a frame put `snap_valid` and `a_valid` into the logic of every bit.
     snap: [DFF<Bits<256>>; 4],
-    end1_dup: [DFF<Bit>; 4],
-    snap_valid_dup: [DFF<Bit>; 2],
-    a_valid_dup: [DFF<Bit>; 2],
     snap_len: DFF<Bits<16>>,
     snap_valid: DFF<Bit>,
     snap_vlan: DFF<Bit>,
@@ -437,9 +434,6 @@ impl Default for RxParser {
             plen2: Default::default(),
             port2: Default::default(),
             snap: Default::default(),
-            end1_dup: Default::default(),
-            snap_valid_dup: Default::default(),
-            a_valid_dup: Default::default(),
             snap_len: Default::default(),
             snap_valid: Default::default(),
             snap_vlan: Default::default(),
@@ -630,11 +624,6 @@ impl Logic for RxParser {
         for i in 0_usize..4 {
             self.snap[i].clock.next = self.clock.val();
             self.snap[i].d.next = self.snap[i].q.val();
-            self.end1_dup[i].clock.next = self.clock.val();
-        }
-        for i in 0_usize..2 {
-            self.snap_valid_dup[i].clock.next = self.clock.val();
-            self.a_valid_dup[i].clock.next = self.clock.val();
         }
         self.s_tready.next = true;
 
@@ -817,8 +806,9 @@ impl Logic for RxParser {
         }
 
         // ---- End of frame: every check at once over the captured headers.
-        // The headers of a frame that just ended are copied aside; the checks run on the copy
-        // in the next cycle, while the next frame's beats overwrite the capture registers.
+        // The capture registers are copied aside in every cycle; the copy made in the cycle
+        // after a frame's last beat (`end1`) holds its headers, and the checks run on it in the
+        // next cycle, while the next frame's beats overwrite the capture registers.
         if self.end1.q.val() {
             self.snap_len.d.next = self.flen1.q.val();
             self.snap_port.d.next = self.port1.q.val();
@@ -832,379 +822,315 @@ impl Logic for RxParser {
             self.snap_v4.d.next = self.sw_et.val() == self.k_ipv4.val();
             self.snap_v6.d.next = self.sw_et.val() == self.k_ipv6.val();
         }
-        if self.end1_dup[0].q.val() {
-            self.snap[0].d.next = (bit_cast::<256, 64>(self.h[0].q.val()) << 192_u64)
-                | (bit_cast::<256, 64>(self.h[1].q.val()) << 128_u64)
-                | (bit_cast::<256, 64>(self.h[2].q.val()) << 64_u64)
-                | bit_cast::<256, 64>(self.h[3].q.val());
-        }
-        if self.end1_dup[1].q.val() {
-            self.snap[1].d.next = (bit_cast::<256, 64>(self.h[4].q.val()) << 192_u64)
-                | (bit_cast::<256, 64>(self.h[5].q.val()) << 128_u64)
-                | (bit_cast::<256, 64>(self.h[6].q.val()) << 64_u64)
-                | bit_cast::<256, 64>(self.h[7].q.val());
-        }
-        if self.end1_dup[2].q.val() {
-            self.snap[2].d.next = (bit_cast::<256, 64>(self.h[8].q.val()) << 192_u64)
-                | (bit_cast::<256, 64>(self.h[9].q.val()) << 128_u64)
-                | (bit_cast::<256, 64>(self.h[10].q.val()) << 64_u64)
-                | bit_cast::<256, 64>(self.h[11].q.val());
-        }
-        if self.end1_dup[3].q.val() {
-            self.snap[3].d.next = (bit_cast::<256, 64>(self.h[12].q.val()) << 192_u64)
-                | (bit_cast::<256, 64>(self.h[13].q.val()) << 128_u64)
-                | (bit_cast::<256, 64>(self.h[14].q.val()) << 64_u64)
-                | bit_cast::<256, 64>(self.h[15].q.val());
-        }
+        self.snap[0].d.next = (bit_cast::<256, 64>(self.h[0].q.val()) << 192_u64)
+            | (bit_cast::<256, 64>(self.h[1].q.val()) << 128_u64)
+            | (bit_cast::<256, 64>(self.h[2].q.val()) << 64_u64)
+            | bit_cast::<256, 64>(self.h[3].q.val());
+        self.snap[1].d.next = (bit_cast::<256, 64>(self.h[4].q.val()) << 192_u64)
+            | (bit_cast::<256, 64>(self.h[5].q.val()) << 128_u64)
+            | (bit_cast::<256, 64>(self.h[6].q.val()) << 64_u64)
+            | bit_cast::<256, 64>(self.h[7].q.val());
+        self.snap[2].d.next = (bit_cast::<256, 64>(self.h[8].q.val()) << 192_u64)
+            | (bit_cast::<256, 64>(self.h[9].q.val()) << 128_u64)
+            | (bit_cast::<256, 64>(self.h[10].q.val()) << 64_u64)
+            | bit_cast::<256, 64>(self.h[11].q.val());
+        self.snap[3].d.next = (bit_cast::<256, 64>(self.h[12].q.val()) << 192_u64)
+            | (bit_cast::<256, 64>(self.h[13].q.val()) << 128_u64)
+            | (bit_cast::<256, 64>(self.h[14].q.val()) << 64_u64)
+            | bit_cast::<256, 64>(self.h[15].q.val());
         self.snap_valid.d.next = self.end1.q.val() & !self.reset.val();
 
         // ---- Stage A: the framing shifts, the fields, the opcode's header length, the sums.
-        // Everything here reads the snapshot and loads only with one (clock enables from a
-        // register), so a cycle without a frame end evaluates none of it.
+        // Computed from the snapshot in every cycle; only a cycle after `snap_valid` is read.
         self.a_valid.d.next = self.snap_valid.q.val() & !self.reset.val();
-        if self.snap_valid.q.val() {
-            self.flat.next = (bit_cast::<1024, 256>(self.snap[0].q.val()) << 768_u64)
-                | (bit_cast::<1024, 256>(self.snap[1].q.val()) << 512_u64)
-                | (bit_cast::<1024, 256>(self.snap[2].q.val()) << 256_u64)
-                | bit_cast::<1024, 256>(self.snap[3].q.val());
-            self.flen.next = bit_cast::<17, 16>(self.snap_len.q.val());
-            self.vlan.next = self.snap_vlan.q.val();
-            self.f3.next = self.flat.val();
-            self.eth_len.next = 14.into();
-            if self.vlan.val() {
-                self.f3.next = self.flat.val() << 32_u64;
-                self.eth_len.next = 18.into();
-            }
-            self.is_v4.next = self.snap_v4.q.val();
-            self.is_v6.next = self.snap_v6.q.val();
-            self.f4.next = self.f3.val();
+        self.flat.next = (bit_cast::<1024, 256>(self.snap[0].q.val()) << 768_u64)
+            | (bit_cast::<1024, 256>(self.snap[1].q.val()) << 512_u64)
+            | (bit_cast::<1024, 256>(self.snap[2].q.val()) << 256_u64)
+            | bit_cast::<1024, 256>(self.snap[3].q.val());
+        self.flen.next = bit_cast::<17, 16>(self.snap_len.q.val());
+        self.vlan.next = self.snap_vlan.q.val();
+        self.f3.next = self.flat.val();
+        self.eth_len.next = 14.into();
+        if self.vlan.val() {
+            self.f3.next = self.flat.val() << 32_u64;
+            self.eth_len.next = 18.into();
+        }
+        self.is_v4.next = self.snap_v4.q.val();
+        self.is_v6.next = self.snap_v6.q.val();
+        self.f4.next = self.f3.val();
+        self.ip_total.next = bit_cast::<17, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 16 - 16));
+        self.ip_hlen.next = 20.into();
+        if self.is_v6.val() {
+            self.f4.next = self.f3.val() << 160_u64;
             self.ip_total.next =
-                bit_cast::<17, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 16 - 16));
-            self.ip_hlen.next = 20.into();
-            if self.is_v6.val() {
-                self.f4.next = self.f3.val() << 160_u64;
-                self.ip_total.next =
-                    bit_cast::<17, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 18 - 16)) + 40_u64;
-                self.ip_hlen.next = 40.into();
-            }
-            // The IPv4 header sum in two halves of five words, each a tree of adds (depth 3);
-            // stage B adds the halves. One pair per framing, read straight from the snapshot,
-            // so that the tag's 4-byte shift selects 20-bit results rather than standing in
-            // front of the adders.
-            self.sum_untagged_lo.next =
-                ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16))
-                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 32)))
-                    + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 48))
-                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 64))))
-                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 80));
-            self.sum_untagged_hi.next =
-                ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 96))
-                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 112)))
-                    + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 128))
-                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 144))))
-                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 160));
-            self.sum_tagged_lo.next =
-                ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 16))
-                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 32)))
-                    + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 48))
-                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 64))))
-                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 80));
-            self.sum_tagged_hi.next =
-                ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 96))
-                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 112)))
-                    + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 128))
-                        + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 144))))
-                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 160));
+                bit_cast::<17, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 18 - 16)) + 40_u64;
+            self.ip_hlen.next = 40.into();
+        }
+        // The IPv4 header sum in two halves of five words, each a tree of adds (depth 3);
+        // stage B adds the halves. One pair per framing, read straight from the snapshot,
+        // so that the tag's 4-byte shift selects 20-bit results rather than standing in
+        // front of the adders.
+        self.sum_untagged_lo.next =
+            ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16))
+                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 32)))
+                + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 48))
+                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 64))))
+                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 80));
+        self.sum_untagged_hi.next =
+            ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 96))
+                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 112)))
+                + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 128))
+                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 144))))
+                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 160));
+        self.sum_tagged_lo.next =
+            ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 16))
+                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 32)))
+                + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 48))
+                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 64))))
+                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 80));
+        self.sum_tagged_hi.next =
+            ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 96))
+                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 112)))
+                + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 128))
+                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 144))))
+                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 160));
 
-            self.opcode.next = self.f4.val().get_bits::<8>(1024 - 8 * 42 - 8);
-            self.cm_kind.next = self.f4.val().get_bits::<8>(1024 - 8 * 54 - 8);
-            self.nak_reason.next = self.f4.val().get_bits::<8>(1024 - 8 * 56 - 8);
-            self.op_known.next = true;
-            self.op_data.next = false;
-            self.th_len.next = 0.into();
-            if self.opcode.val() == self.k_op_send.val() {
-                self.th_len.next = self.k_len_send.val();
-                self.op_data.next = true;
-            } else if self.opcode.val() == self.k_op_send_imm.val() {
-                self.th_len.next = self.k_len_send_imm.val();
-                self.op_data.next = true;
-            } else if self.opcode.val() == self.k_op_write.val() {
-                self.th_len.next = self.k_len_write.val();
-                self.op_data.next = true;
-            } else if self.opcode.val() == self.k_op_write_imm.val() {
-                self.th_len.next = self.k_len_write_imm.val();
-                self.op_data.next = true;
-            } else if self.opcode.val() == self.k_op_ack.val() {
-                self.th_len.next = self.k_len_ack.val();
-            } else if self.opcode.val() == self.k_op_nak.val() {
-                self.th_len.next = self.k_len_nak.val();
-            } else if self.opcode.val() == self.k_op_cm.val() {
-                self.th_len.next = self.k_len_cm.val();
-            } else {
-                self.op_known.next = false;
-            }
-
-            self.a_flen.d.next = self.flen.val();
-            self.a_vlan.d.next = self.vlan.val();
-            self.a_v4.d.next = self.is_v4.val();
-            self.a_v6.d.next = self.is_v6.val();
-            self.a_ip_total.d.next = self.ip_total.val();
-            self.a_avail.d.next = self.flen.val() - self.eth_len.val();
-            self.a_sum_lo.d.next = self.sum_untagged_lo.val();
-            self.a_sum_hi.d.next = self.sum_untagged_hi.val();
-            if self.vlan.val() {
-                self.a_sum_lo.d.next = self.sum_tagged_lo.val();
-                self.a_sum_hi.d.next = self.sum_tagged_hi.val();
-            }
-            self.a_op_known.d.next = self.op_known.val();
-            self.a_op_data.d.next = self.op_data.val();
-            // Every length below the IP header is compared with the IP total length against a sum of
-            // small numbers (IP header, UDP, BTH, ICRC, transport header), so no subtraction chain
-            // sits in front of the comparisons.
-            self.a_hl_th.d.next = self.ip_hlen.val() + self.th_len.val() + 24_u64;
-            self.a_l4_len.d.next = self.ip_total.val() - self.ip_hlen.val();
-            self.a_poff.d.next = bit_cast::<16, 17>(
-                self.eth_len.val() + self.ip_hlen.val() + self.th_len.val() + 20_u64,
-            );
-            self.a_nak_bad.d.next = (self.opcode.val() == self.k_op_nak.val())
-                & (self.nak_reason.val() != self.k_nak_rnr.val())
-                & (self.nak_reason.val() != self.k_nak_invalid.val())
-                & (self.nak_reason.val() != self.k_nak_access.val())
-                & (self.nak_reason.val() != self.k_nak_window.val());
-            self.a_cm_bad.d.next = (self.opcode.val() == self.k_op_cm.val())
-                & ((self.cm_kind.val() < self.k_cm_first.val())
-                    | (self.cm_kind.val() > self.k_cm_last.val()));
-            self.a_bth_bad.d.next = (self.f4.val().get_bits::<4>(1024 - 8 * 43 - 8) != 0_u64)
-                | (self.f4.val().get_bits::<2>(1024 - 8 * 43 - 4) != 0_u64)
-                | (self.f4.val().get_bits::<16>(1024 - 8 * 44 - 16) != self.k_pkey.val());
-            self.a_udp_len.d.next =
-                bit_cast::<17, 16>(self.f4.val().get_bits::<16>(1024 - 8 * 38 - 16));
-            self.a_dport_bad.d.next =
-                self.f4.val().get_bits::<16>(1024 - 8 * 36 - 16) != self.udp_port.val();
-            self.a_v6_nh_bad.d.next =
-                self.f3.val().get_bits::<8>(1024 - 8 * 20 - 8) != self.k_udp.val();
-            self.a_v6_ver_bad.d.next = self.f3.val().get_bits::<4>(1024 - 8 * 14 - 4) != 6_u64;
-            self.a_v4_proto_bad.d.next =
-                self.f3.val().get_bits::<8>(1024 - 8 * 23 - 8) != self.k_udp.val();
-            self.a_v4_frag_bad.d.next =
-                (self.f3.val().get_bits::<16>(1024 - 8 * 20 - 16) & 0x3FFF_u64) != 0_u64;
-            self.a_v4_ver_bad.d.next = self.f3.val().get_bits::<8>(1024 - 8 * 14 - 8) != 0x45_u64;
-            if self.is_v6.val() {
-                self.a_ecn.d.next = self.f3.val().get_bits::<2>(1024 - 8 * 14 - 4 - 8);
-            } else {
-                self.a_ecn.d.next = self.f3.val().get_bits::<2>(1024 - 8 * 15 - 8);
-            }
-            self.a_sport.d.next = self.f4.val().get_bits::<16>(1024 - 8 * 34 - 16);
-            self.a_op.d.next = self.opcode.val();
-            self.a_se.d.next = self.f4.val().get_bit(1024 - 8 * 43 - 1);
-            self.a_ackreq.d.next = self.f4.val().get_bit(1024 - 8 * 50 - 1);
-            self.a_qp.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 47 - 24);
-            self.a_psn.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 51 - 24);
-            self.a_port.d.next = self.snap_port.q.val();
+        self.opcode.next = self.f4.val().get_bits::<8>(1024 - 8 * 42 - 8);
+        self.cm_kind.next = self.f4.val().get_bits::<8>(1024 - 8 * 54 - 8);
+        self.nak_reason.next = self.f4.val().get_bits::<8>(1024 - 8 * 56 - 8);
+        self.op_known.next = true;
+        self.op_data.next = false;
+        self.th_len.next = 0.into();
+        if self.opcode.val() == self.k_op_send.val() {
+            self.th_len.next = self.k_len_send.val();
+            self.op_data.next = true;
+        } else if self.opcode.val() == self.k_op_send_imm.val() {
+            self.th_len.next = self.k_len_send_imm.val();
+            self.op_data.next = true;
+        } else if self.opcode.val() == self.k_op_write.val() {
+            self.th_len.next = self.k_len_write.val();
+            self.op_data.next = true;
+        } else if self.opcode.val() == self.k_op_write_imm.val() {
+            self.th_len.next = self.k_len_write_imm.val();
+            self.op_data.next = true;
+        } else if self.opcode.val() == self.k_op_ack.val() {
+            self.th_len.next = self.k_len_ack.val();
+        } else if self.opcode.val() == self.k_op_nak.val() {
+            self.th_len.next = self.k_len_nak.val();
+        } else if self.opcode.val() == self.k_op_cm.val() {
+            self.th_len.next = self.k_len_cm.val();
         } else {
-            // No snapshot this cycle: the stage holds (the simulator then skips its logic).
-            self.flat.next = 0.into();
-            self.flen.next = 0.into();
-            self.vlan.next = false;
-            self.f3.next = 0.into();
-            self.eth_len.next = 0.into();
-            self.is_v4.next = false;
-            self.is_v6.next = false;
-            self.f4.next = 0.into();
-            self.ip_total.next = 0.into();
-            self.ip_hlen.next = 0.into();
-            self.sum_untagged_lo.next = 0.into();
-            self.sum_untagged_hi.next = 0.into();
-            self.sum_tagged_lo.next = 0.into();
-            self.sum_tagged_hi.next = 0.into();
-            self.opcode.next = 0.into();
-            self.cm_kind.next = 0.into();
-            self.nak_reason.next = 0.into();
-            self.th_len.next = 0.into();
             self.op_known.next = false;
-            self.op_data.next = false;
         }
 
-        // The widest stage A registers, under copies of `snap_valid` (the fields above are
-        // zero without a snapshot, so these copies see what the block above saw).
-        if self.snap_valid_dup[0].q.val() {
-            self.a_th.d.next = self.f4.val().get_bits::<384>(1024 - 8 * 54 - 384);
+        self.a_flen.d.next = self.flen.val();
+        self.a_vlan.d.next = self.vlan.val();
+        self.a_v4.d.next = self.is_v4.val();
+        self.a_v6.d.next = self.is_v6.val();
+        self.a_ip_total.d.next = self.ip_total.val();
+        self.a_avail.d.next = self.flen.val() - self.eth_len.val();
+        self.a_sum_lo.d.next = self.sum_untagged_lo.val();
+        self.a_sum_hi.d.next = self.sum_untagged_hi.val();
+        if self.vlan.val() {
+            self.a_sum_lo.d.next = self.sum_tagged_lo.val();
+            self.a_sum_hi.d.next = self.sum_tagged_hi.val();
         }
-        if self.snap_valid_dup[1].q.val() {
-            self.a_tci.d.next = self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16);
-            self.a_smac.d.next = self.flat.val().get_bits::<48>(1024 - 8 * 6 - 48);
-            if self.is_v6.val() {
-                self.a_sip.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 22 - 128);
-                self.a_dip.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 38 - 128);
-            } else {
-                self.a_sip.d.next = bits::<128>(0xFFFF_0000_0000_u64)
-                    | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 26 - 32));
-                self.a_dip.d.next = bits::<128>(0xFFFF_0000_0000_u64)
-                    | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 30 - 32));
-            }
+        self.a_op_known.d.next = self.op_known.val();
+        self.a_op_data.d.next = self.op_data.val();
+        // Every length below the IP header is compared with the IP total length against a sum of
+        // small numbers (IP header, UDP, BTH, ICRC, transport header), so no subtraction chain
+        // sits in front of the comparisons.
+        self.a_hl_th.d.next = self.ip_hlen.val() + self.th_len.val() + 24_u64;
+        self.a_l4_len.d.next = self.ip_total.val() - self.ip_hlen.val();
+        self.a_poff.d.next = bit_cast::<16, 17>(
+            self.eth_len.val() + self.ip_hlen.val() + self.th_len.val() + 20_u64,
+        );
+        self.a_nak_bad.d.next = (self.opcode.val() == self.k_op_nak.val())
+            & (self.nak_reason.val() != self.k_nak_rnr.val())
+            & (self.nak_reason.val() != self.k_nak_invalid.val())
+            & (self.nak_reason.val() != self.k_nak_access.val())
+            & (self.nak_reason.val() != self.k_nak_window.val());
+        self.a_cm_bad.d.next = (self.opcode.val() == self.k_op_cm.val())
+            & ((self.cm_kind.val() < self.k_cm_first.val())
+                | (self.cm_kind.val() > self.k_cm_last.val()));
+        self.a_bth_bad.d.next = (self.f4.val().get_bits::<4>(1024 - 8 * 43 - 8) != 0_u64)
+            | (self.f4.val().get_bits::<2>(1024 - 8 * 43 - 4) != 0_u64)
+            | (self.f4.val().get_bits::<16>(1024 - 8 * 44 - 16) != self.k_pkey.val());
+        self.a_udp_len.d.next =
+            bit_cast::<17, 16>(self.f4.val().get_bits::<16>(1024 - 8 * 38 - 16));
+        self.a_dport_bad.d.next =
+            self.f4.val().get_bits::<16>(1024 - 8 * 36 - 16) != self.udp_port.val();
+        self.a_v6_nh_bad.d.next =
+            self.f3.val().get_bits::<8>(1024 - 8 * 20 - 8) != self.k_udp.val();
+        self.a_v6_ver_bad.d.next = self.f3.val().get_bits::<4>(1024 - 8 * 14 - 4) != 6_u64;
+        self.a_v4_proto_bad.d.next =
+            self.f3.val().get_bits::<8>(1024 - 8 * 23 - 8) != self.k_udp.val();
+        self.a_v4_frag_bad.d.next =
+            (self.f3.val().get_bits::<16>(1024 - 8 * 20 - 16) & 0x3FFF_u64) != 0_u64;
+        self.a_v4_ver_bad.d.next = self.f3.val().get_bits::<8>(1024 - 8 * 14 - 8) != 0x45_u64;
+        if self.is_v6.val() {
+            self.a_ecn.d.next = self.f3.val().get_bits::<2>(1024 - 8 * 14 - 4 - 8);
+        } else {
+            self.a_ecn.d.next = self.f3.val().get_bits::<2>(1024 - 8 * 15 - 8);
+        }
+        self.a_sport.d.next = self.f4.val().get_bits::<16>(1024 - 8 * 34 - 16);
+        self.a_op.d.next = self.opcode.val();
+        self.a_se.d.next = self.f4.val().get_bit(1024 - 8 * 43 - 1);
+        self.a_ackreq.d.next = self.f4.val().get_bit(1024 - 8 * 50 - 1);
+        self.a_qp.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 47 - 24);
+        self.a_psn.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 51 - 24);
+        self.a_port.d.next = self.snap_port.q.val();
+
+        self.a_th.d.next = self.f4.val().get_bits::<384>(1024 - 8 * 54 - 384);
+        self.a_tci.d.next = self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16);
+        self.a_smac.d.next = self.flat.val().get_bits::<48>(1024 - 8 * 6 - 48);
+        if self.is_v6.val() {
+            self.a_sip.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 22 - 128);
+            self.a_dip.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 38 - 128);
+        } else {
+            self.a_sip.d.next = bits::<128>(0xFFFF_0000_0000_u64)
+                | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 26 - 32));
+            self.a_dip.d.next = bits::<128>(0xFFFF_0000_0000_u64)
+                | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 30 - 32));
         }
 
         self.valid2.d.next = self.a_valid.q.val() & !self.reset.val();
-        // Stages B and 2 load only with a frame in stage A, like stage A itself.
-        if self.a_valid.q.val() {
-            // ---- Stage B: the length compares and the first failing check, from registers only.
-            // Ten 16-bit words sum to at most 10 · 0xFFFF, and their one's-complement sum
-            // (the sum folded twice) is 0xFFFF exactly when the sum is a non-zero multiple of
-            // 0xFFFF: ten parallel compares instead of two folding adds after this one.
-            self.ip_sum.next = self.a_sum_lo.q.val() + self.a_sum_hi.q.val();
-            self.ip_sum_ok.next = (self.ip_sum.val() == 65535_u64)
-                | (self.ip_sum.val() == 131070_u64)
-                | (self.ip_sum.val() == 196605_u64)
-                | (self.ip_sum.val() == 262140_u64)
-                | (self.ip_sum.val() == 327675_u64)
-                | (self.ip_sum.val() == 393210_u64)
-                | (self.ip_sum.val() == 458745_u64)
-                | (self.ip_sum.val() == 524280_u64)
-                | (self.ip_sum.val() == 589815_u64)
-                | (self.ip_sum.val() == 655350_u64);
+        // ---- Stage B: the length compares and the first failing check, from registers only.
+        // Ten 16-bit words sum to at most 10 · 0xFFFF, and their one's-complement sum
+        // (the sum folded twice) is 0xFFFF exactly when the sum is a non-zero multiple of
+        // 0xFFFF: ten parallel compares instead of two folding adds after this one.
+        self.ip_sum.next = self.a_sum_lo.q.val() + self.a_sum_hi.q.val();
+        self.ip_sum_ok.next = (self.ip_sum.val() == 65535_u64)
+            | (self.ip_sum.val() == 131070_u64)
+            | (self.ip_sum.val() == 196605_u64)
+            | (self.ip_sum.val() == 262140_u64)
+            | (self.ip_sum.val() == 327675_u64)
+            | (self.ip_sum.val() == 393210_u64)
+            | (self.ip_sum.val() == 458745_u64)
+            | (self.ip_sum.val() == 524280_u64)
+            | (self.ip_sum.val() == 589815_u64)
+            | (self.ip_sum.val() == 655350_u64);
 
-            // Checks from the last to the first: the earliest failing one is written last.
-            self.err.next = 0.into();
-            // The IP header is 20 or 40 bytes by version, so "total below header + n" compares
-            // the total with a constant: no add in front of the compare.
-            self.short24.next = self.a_ip_total.q.val() < 44_u64;
-            self.short20.next = self.a_ip_total.q.val() < 40_u64;
-            self.short8.next = self.a_ip_total.q.val() < 28_u64;
-            if self.a_v6.q.val() {
-                self.short24.next = self.a_ip_total.q.val() < 64_u64;
-                self.short20.next = self.a_ip_total.q.val() < 60_u64;
-                self.short8.next = self.a_ip_total.q.val() < 48_u64;
-            }
-            if !self.a_op_data.q.val() & (self.a_ip_total.q.val() != self.a_hl_th.q.val()) {
-                self.err.next = self.k_e_truncated.val();
-            }
-            if self.a_nak_bad.q.val() | self.a_cm_bad.q.val() {
-                self.err.next = self.k_e_opcode.val();
-            }
-            if self.a_ip_total.q.val() < self.a_hl_th.q.val() {
-                self.err.next = self.k_e_truncated.val();
-            }
-            if self.short24.val() {
-                self.err.next = self.k_e_truncated.val();
-            }
-            if !self.a_op_known.q.val() {
-                self.err.next = self.k_e_opcode.val();
-            }
-            if self.a_bth_bad.q.val() {
-                self.err.next = self.k_e_bth.val();
-            }
-            if self.short20.val() {
-                self.err.next = self.k_e_truncated.val();
-            }
-            if (self.a_udp_len.q.val() != self.a_l4_len.q.val()) | self.a_dport_bad.q.val() {
-                self.err.next = self.k_e_udp.val();
-            }
-            if self.short8.val() {
-                self.err.next = self.k_e_truncated.val();
-            }
-            if self.a_v6.q.val() {
-                if self.a_v6_nh_bad.q.val() {
-                    self.err.next = self.k_e_not_udp.val();
-                }
-                if self.a_ip_total.q.val() > self.a_avail.q.val() {
-                    self.err.next = self.k_e_truncated.val();
-                }
-                if self.a_v6_ver_bad.q.val() {
-                    self.err.next = self.k_e_ip_header.val();
-                }
-                if self.a_avail.q.val() < 40_u64 {
-                    self.err.next = self.k_e_truncated.val();
-                }
-            } else {
-                if self.a_v4_proto_bad.q.val() {
-                    self.err.next = self.k_e_not_udp.val();
-                }
-                if !self.ip_sum_ok.val() {
-                    self.err.next = self.k_e_ip_checksum.val();
-                }
-                if self.a_v4_frag_bad.q.val() {
-                    self.err.next = self.k_e_ip_header.val();
-                }
-                if self.a_ip_total.q.val() > self.a_avail.q.val() {
-                    self.err.next = self.k_e_truncated.val();
-                }
-                if self.a_v4_ver_bad.q.val() | (self.a_ip_total.q.val() < 20_u64) {
-                    self.err.next = self.k_e_ip_header.val();
-                }
-                if self.a_avail.q.val() < 20_u64 {
-                    self.err.next = self.k_e_truncated.val();
-                }
-            }
-            if !self.a_v4.q.val() & !self.a_v6.q.val() {
-                self.err.next = self.k_e_ethertype.val();
-            }
-            if self.a_vlan.q.val() & (self.a_flen.q.val() < 18_u64) {
-                self.err.next = self.k_e_truncated.val();
-            }
-            if self.a_flen.q.val() < 14_u64 {
-                self.err.next = self.k_e_truncated.val();
-            }
-            if self.a_flen.q.val() > self.k_max_frame.val() {
-                self.err.next = self.k_e_too_long.val();
-            }
-
-            // ---- Stage 2: the verdict without the ICRC, the ICRC's own verdict, the fields.
-            self.err2.d.next = self.err.val();
-            // The ICRC of the frame in stage B finished in the cycle before (`crc3`, after a last
-            // step over the lanes in `lanes3`, a prefix).
-            self.crc_good.next = self.k_crc_good[7].val();
-            for n in 1_usize..8 {
-                if self.lanes3.q.val().get_bit(n - 1) & !self.lanes3.q.val().get_bit(n) {
-                    self.crc_good.next = self.k_crc_good[n - 1].val();
-                }
-            }
-            self.icrc_bad2.d.next = self.crc3.q.val() != self.crc_good.val();
-            self.flen2.d.next = bit_cast::<16, 17>(self.a_flen.q.val());
-            self.vlan2.d.next = self.a_vlan.q.val();
-            self.v6_2.d.next = self.a_v6.q.val();
-            self.ecn2.d.next = self.a_ecn.q.val();
-            self.sport2.d.next = self.a_sport.q.val();
-            self.op2.d.next = self.a_op.q.val();
-            self.se2.d.next = self.a_se.q.val();
-            self.ackreq2.d.next = self.a_ackreq.q.val();
-            self.qp2.d.next = self.a_qp.q.val();
-            self.psn2.d.next = self.a_psn.q.val();
-            self.poff2.d.next = self.a_poff.q.val();
-            self.plen2.d.next = bit_cast::<16, 17>(self.a_ip_total.q.val() - self.a_hl_th.q.val());
-            self.port2.d.next = self.a_port.q.val();
-        } else {
-            self.ip_sum.next = 0.into();
-            self.ip_sum_ok.next = false;
-            self.short24.next = false;
-            self.short20.next = false;
-            self.short8.next = false;
-            self.err.next = 0.into();
-            self.crc_good.next = 0.into();
+        // Checks from the last to the first: the earliest failing one is written last.
+        self.err.next = 0.into();
+        // The IP header is 20 or 40 bytes by version, so "total below header + n" compares
+        // the total with a constant: no add in front of the compare.
+        self.short24.next = self.a_ip_total.q.val() < 44_u64;
+        self.short20.next = self.a_ip_total.q.val() < 40_u64;
+        self.short8.next = self.a_ip_total.q.val() < 28_u64;
+        if self.a_v6.q.val() {
+            self.short24.next = self.a_ip_total.q.val() < 64_u64;
+            self.short20.next = self.a_ip_total.q.val() < 60_u64;
+            self.short8.next = self.a_ip_total.q.val() < 48_u64;
         }
+        if !self.a_op_data.q.val() & (self.a_ip_total.q.val() != self.a_hl_th.q.val()) {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if self.a_nak_bad.q.val() | self.a_cm_bad.q.val() {
+            self.err.next = self.k_e_opcode.val();
+        }
+        if self.a_ip_total.q.val() < self.a_hl_th.q.val() {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if self.short24.val() {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if !self.a_op_known.q.val() {
+            self.err.next = self.k_e_opcode.val();
+        }
+        if self.a_bth_bad.q.val() {
+            self.err.next = self.k_e_bth.val();
+        }
+        if self.short20.val() {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if (self.a_udp_len.q.val() != self.a_l4_len.q.val()) | self.a_dport_bad.q.val() {
+            self.err.next = self.k_e_udp.val();
+        }
+        if self.short8.val() {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if self.a_v6.q.val() {
+            if self.a_v6_nh_bad.q.val() {
+                self.err.next = self.k_e_not_udp.val();
+            }
+            if self.a_ip_total.q.val() > self.a_avail.q.val() {
+                self.err.next = self.k_e_truncated.val();
+            }
+            if self.a_v6_ver_bad.q.val() {
+                self.err.next = self.k_e_ip_header.val();
+            }
+            if self.a_avail.q.val() < 40_u64 {
+                self.err.next = self.k_e_truncated.val();
+            }
+        } else {
+            if self.a_v4_proto_bad.q.val() {
+                self.err.next = self.k_e_not_udp.val();
+            }
+            if !self.ip_sum_ok.val() {
+                self.err.next = self.k_e_ip_checksum.val();
+            }
+            if self.a_v4_frag_bad.q.val() {
+                self.err.next = self.k_e_ip_header.val();
+            }
+            if self.a_ip_total.q.val() > self.a_avail.q.val() {
+                self.err.next = self.k_e_truncated.val();
+            }
+            if self.a_v4_ver_bad.q.val() | (self.a_ip_total.q.val() < 20_u64) {
+                self.err.next = self.k_e_ip_header.val();
+            }
+            if self.a_avail.q.val() < 20_u64 {
+                self.err.next = self.k_e_truncated.val();
+            }
+        }
+        if !self.a_v4.q.val() & !self.a_v6.q.val() {
+            self.err.next = self.k_e_ethertype.val();
+        }
+        if self.a_vlan.q.val() & (self.a_flen.q.val() < 18_u64) {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if self.a_flen.q.val() < 14_u64 {
+            self.err.next = self.k_e_truncated.val();
+        }
+        if self.a_flen.q.val() > self.k_max_frame.val() {
+            self.err.next = self.k_e_too_long.val();
+        }
+
+        // ---- Stage 2: the verdict without the ICRC, the ICRC's own verdict, the fields.
+        self.err2.d.next = self.err.val();
+        // The ICRC of the frame in stage B finished in the cycle before (`crc3`, after a last
+        // step over the lanes in `lanes3`, a prefix).
+        self.crc_good.next = self.k_crc_good[7].val();
+        for n in 1_usize..8 {
+            if self.lanes3.q.val().get_bit(n - 1) & !self.lanes3.q.val().get_bit(n) {
+                self.crc_good.next = self.k_crc_good[n - 1].val();
+            }
+        }
+        self.icrc_bad2.d.next = self.crc3.q.val() != self.crc_good.val();
+        self.flen2.d.next = bit_cast::<16, 17>(self.a_flen.q.val());
+        self.vlan2.d.next = self.a_vlan.q.val();
+        self.v6_2.d.next = self.a_v6.q.val();
+        self.ecn2.d.next = self.a_ecn.q.val();
+        self.sport2.d.next = self.a_sport.q.val();
+        self.op2.d.next = self.a_op.q.val();
+        self.se2.d.next = self.a_se.q.val();
+        self.ackreq2.d.next = self.a_ackreq.q.val();
+        self.qp2.d.next = self.a_qp.q.val();
+        self.psn2.d.next = self.a_psn.q.val();
+        self.poff2.d.next = self.a_poff.q.val();
+        self.plen2.d.next = bit_cast::<16, 17>(self.a_ip_total.q.val() - self.a_hl_th.q.val());
+        self.port2.d.next = self.a_port.q.val();
         if self.reset.val() {
             self.beat.d.next = 0.into();
             self.bytes.d.next = 0.into();
             self.end1.d.next = false;
         }
 
-        // The widest stage 2 registers, under copies of `a_valid`.
-        if self.a_valid_dup[0].q.val() {
-            self.th2.d.next = self.a_th.q.val();
-        }
-        if self.a_valid_dup[1].q.val() {
-            self.tci2.d.next = self.a_tci.q.val();
-            self.smac2.d.next = self.a_smac.q.val();
-            self.sip2.d.next = self.a_sip.q.val();
-            self.dip2.d.next = self.a_dip.q.val();
-        }
-        // The copies of the strobes, loaded as the strobes are (after the reset above).
-        for i in 0_usize..4 {
-            self.end1_dup[i].d.next = self.end1.d.val();
-        }
-        for i in 0_usize..2 {
-            self.snap_valid_dup[i].d.next = self.snap_valid.d.val();
-            self.a_valid_dup[i].d.next = self.a_valid.d.val();
-        }
+        self.th2.d.next = self.a_th.q.val();
+        self.tci2.d.next = self.a_tci.q.val();
+        self.smac2.d.next = self.a_smac.q.val();
+        self.sip2.d.next = self.a_sip.q.val();
+        self.dip2.d.next = self.a_dip.q.val();
 
         // ---- Outputs: stage 2 plus the finished ICRC (both registered at the same edge).
         self.out_valid.next = self.valid2.q.val();
