@@ -1173,6 +1173,16 @@ fn timer_acks_leave_exactly_at_their_deadlines() {
     assert_eq!(counters(&mut rtl), counters(&mut model), "counters");
 }
 
+/// An RTL NIC and a model NIC programmed alike, with their layout; `None` (the test skips)
+/// without Verilator.
+fn programmed_pair() -> Option<(RtlNic, ModelNic, Layout)> {
+    let mut rtl = rtl_nic_or_skip()?;
+    let mut model = ModelNic::new(rtl.table_sizes());
+    let lay = program(&mut rtl);
+    program(&mut model);
+    Some((rtl, model, lay))
+}
+
 /// Frames as short as one beat, back to back at one beat per cycle, fill the queues behind the
 /// parser faster than the engine empties them: every frame still reaches a verdict, as in the
 /// model (counters, ACKs and events equal), and none is lost to a full queue. The random mix
@@ -1180,12 +1190,9 @@ fn timer_acks_leave_exactly_at_their_deadlines() {
 /// a receive-ready that falls a cycle too late would lose frames here and nowhere else.
 #[test]
 fn a_flood_of_short_frames_loses_none() {
-    let Some(mut rtl) = rtl_nic_or_skip() else {
+    let Some((mut rtl, mut model, lay)) = programmed_pair() else {
         return;
     };
-    let mut model = ModelNic::new(rtl.table_sizes());
-    let lay = program(&mut rtl);
-    program(&mut model);
     let good = write_on_conn0(&lay, 1, 0xFF_FFF0);
     let mut rng = Rng::new(0x5107);
     let mut burst = Vec::new();
@@ -1234,12 +1241,9 @@ fn a_flood_of_short_frames_loses_none() {
 /// verdict and the core waited forever.
 #[test]
 fn frames_longer_than_the_packet_buffer_get_a_verdict() {
-    let Some(mut rtl) = rtl_nic_or_skip() else {
+    let Some((mut rtl, mut model, lay)) = programmed_pair() else {
         return;
     };
-    let mut model = ModelNic::new(rtl.table_sizes());
-    let lay = program(&mut rtl);
-    program(&mut model);
     let good = write_on_conn0(&lay, 1, 0xFF_FFF0);
     for len in [
         9_000usize, 9_216, 9_217, 9_224, 9_225, 16_392, 20_000, 70_000,
