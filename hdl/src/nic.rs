@@ -32,11 +32,17 @@ use ferroce_proto::hsi::TableId;
 use ferroce_proto::wire::MAX_FRAME_LEN;
 use rust_hdl::prelude::*;
 
-// The packet buffer (2^11 beats) holds the beats kept of the longest frame (those of a
-// `MAX_FRAME_LEN` frame and its last beat) within the 2 beats short of full where `s_tready`
-// falls: one frame alone can never fill it before its verdict.
+/// The packet buffer holds 2^`BUF_LOG` beats.
+const BUF_LOG: usize = 11;
+const BUF_LOG_1: usize = BUF_LOG + 1;
+/// `s_tready` falls this many beats short of a full packet buffer (see the FIFOs' comment).
+const BUF_MARGIN: u32 = 2;
+
+// The packet buffer holds the beats kept of the longest frame (those of a `MAX_FRAME_LEN`
+// frame and its last beat) short of where `s_tready` falls: one frame alone can never fill it
+// before its verdict.
 const _: () = assert!(
-    MAX_FRAME_LEN.div_ceil(8) < (1 << 11) - 2,
+    MAX_FRAME_LEN.div_ceil(8) < (1 << BUF_LOG) - BUF_MARGIN as usize,
     "buffer too small"
 );
 
@@ -197,13 +203,13 @@ pub struct NicCore {
     // beat and frame already on its way still finds room. `s_tready` is a flip-flop loaded
     // from the fill levels, and a fill level counts a write two cycles after it: when a beat
     // is taken, the fill that let it in may miss the writes of the two cycles before it, and
-    // its own. So the packet buffer stops taking beats 2 short of full (`BLOCK_SIZE`, the last
-    // parameter). The parser writes a frame's result into `results` and `cuts` 4 cycles after
+    // its own. So the packet buffer stops taking beats 2 short of full (`BUF_MARGIN`, its
+    // `BLOCK_SIZE`). The parser writes a frame's result into `results` and `cuts` 4 cycles after
     // the frame's last beat, so with one-beat frames back to back 4 more results are on their
     // way: those queues stop 6 short of full (16 deep, so 10 results may wait for the engine).
     // Less room loses a result, and the payload extractor then waits forever for its frame
     // (`a_flood_of_short_frames_loses_none` in `tests/tests/rtl_nic.rs`).
-    buffer: SynchronousFIFO<Bits<65>, 11, 12, 2>,
+    buffer: SynchronousFIFO<Bits<65>, BUF_LOG, BUF_LOG_1, BUF_MARGIN>,
     results: SynchronousFIFO<Bits<RES_BITS>, 4, 5, 6>,
     // Each frame's header length and payload length, written with its parse result: the
     // payload extractor's own copy, so it moves on to the next frame without waiting for the

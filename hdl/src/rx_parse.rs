@@ -190,12 +190,12 @@ pub struct RxParser {
     poff2: DFF<Bits<16>>,
     plen2: DFF<Bits<16>>,
     port2: DFF<Bits<PORT_BITS>>,
-    // The snapshot (in four quarters, capture words 0–3, 4–7, ...) and the registers of stage
-    // A and stage 2 load in every cycle, with no enable: each is read only in the cycle after,
-    // and only when its stage's valid bit says so. Loading them only with a frame made their
-    // strobes (`end1`, `snap_valid`, `a_valid`) nets of about a thousand loads each, and the
-    // fields zeroed without a frame put `snap_valid` and `a_valid` into the logic of every bit.
-    snap: [DFF<Bits<256>>; 4],
+    // The snapshot and the registers of stage A and stage 2 load in every cycle, with no
+    // enable: each is read only in the cycle after, and only when its stage's valid bit says
+    // so. Loading them only with a frame made their strobes (`end1`, `snap_valid`, `a_valid`)
+    // nets of about a thousand loads each, and the fields zeroed without a frame put
+    // `snap_valid` and `a_valid` into the logic of every bit.
+    snap: DFF<Bits<1024>>,
     snap_len: DFF<Bits<16>>,
     snap_valid: DFF<Bit>,
     snap_vlan: DFF<Bit>,
@@ -572,6 +572,7 @@ impl Logic for RxParser {
             vp_flush,
             vp_data,
             vp_lanes,
+            snap,
             snap_len,
             snap_valid,
             snap_vlan,
@@ -620,10 +621,6 @@ impl Logic for RxParser {
         for i in 0_usize..16 {
             self.h[i].clock.next = self.clock.val();
             self.h[i].d.next = self.h[i].q.val();
-        }
-        for i in 0_usize..4 {
-            self.snap[i].clock.next = self.clock.val();
-            self.snap[i].d.next = self.snap[i].q.val();
         }
         self.s_tready.next = true;
 
@@ -809,6 +806,22 @@ impl Logic for RxParser {
         // The capture registers are copied aside in every cycle; the copy made in the cycle
         // after a frame's last beat (`end1`) holds its headers, and the checks run on it in the
         // next cycle, while the next frame's beats overwrite the capture registers.
+        self.snap.d.next = (bit_cast::<1024, 64>(self.h[0].q.val()) << 960_u64)
+            | (bit_cast::<1024, 64>(self.h[1].q.val()) << 896_u64)
+            | (bit_cast::<1024, 64>(self.h[2].q.val()) << 832_u64)
+            | (bit_cast::<1024, 64>(self.h[3].q.val()) << 768_u64)
+            | (bit_cast::<1024, 64>(self.h[4].q.val()) << 704_u64)
+            | (bit_cast::<1024, 64>(self.h[5].q.val()) << 640_u64)
+            | (bit_cast::<1024, 64>(self.h[6].q.val()) << 576_u64)
+            | (bit_cast::<1024, 64>(self.h[7].q.val()) << 512_u64)
+            | (bit_cast::<1024, 64>(self.h[8].q.val()) << 448_u64)
+            | (bit_cast::<1024, 64>(self.h[9].q.val()) << 384_u64)
+            | (bit_cast::<1024, 64>(self.h[10].q.val()) << 320_u64)
+            | (bit_cast::<1024, 64>(self.h[11].q.val()) << 256_u64)
+            | (bit_cast::<1024, 64>(self.h[12].q.val()) << 192_u64)
+            | (bit_cast::<1024, 64>(self.h[13].q.val()) << 128_u64)
+            | (bit_cast::<1024, 64>(self.h[14].q.val()) << 64_u64)
+            | bit_cast::<1024, 64>(self.h[15].q.val());
         if self.end1.q.val() {
             self.snap_len.d.next = self.flen1.q.val();
             self.snap_port.d.next = self.port1.q.val();
@@ -822,31 +835,12 @@ impl Logic for RxParser {
             self.snap_v4.d.next = self.sw_et.val() == self.k_ipv4.val();
             self.snap_v6.d.next = self.sw_et.val() == self.k_ipv6.val();
         }
-        self.snap[0].d.next = (bit_cast::<256, 64>(self.h[0].q.val()) << 192_u64)
-            | (bit_cast::<256, 64>(self.h[1].q.val()) << 128_u64)
-            | (bit_cast::<256, 64>(self.h[2].q.val()) << 64_u64)
-            | bit_cast::<256, 64>(self.h[3].q.val());
-        self.snap[1].d.next = (bit_cast::<256, 64>(self.h[4].q.val()) << 192_u64)
-            | (bit_cast::<256, 64>(self.h[5].q.val()) << 128_u64)
-            | (bit_cast::<256, 64>(self.h[6].q.val()) << 64_u64)
-            | bit_cast::<256, 64>(self.h[7].q.val());
-        self.snap[2].d.next = (bit_cast::<256, 64>(self.h[8].q.val()) << 192_u64)
-            | (bit_cast::<256, 64>(self.h[9].q.val()) << 128_u64)
-            | (bit_cast::<256, 64>(self.h[10].q.val()) << 64_u64)
-            | bit_cast::<256, 64>(self.h[11].q.val());
-        self.snap[3].d.next = (bit_cast::<256, 64>(self.h[12].q.val()) << 192_u64)
-            | (bit_cast::<256, 64>(self.h[13].q.val()) << 128_u64)
-            | (bit_cast::<256, 64>(self.h[14].q.val()) << 64_u64)
-            | bit_cast::<256, 64>(self.h[15].q.val());
         self.snap_valid.d.next = self.end1.q.val() & !self.reset.val();
 
         // ---- Stage A: the framing shifts, the fields, the opcode's header length, the sums.
         // Computed from the snapshot in every cycle; only a cycle after `snap_valid` is read.
         self.a_valid.d.next = self.snap_valid.q.val() & !self.reset.val();
-        self.flat.next = (bit_cast::<1024, 256>(self.snap[0].q.val()) << 768_u64)
-            | (bit_cast::<1024, 256>(self.snap[1].q.val()) << 512_u64)
-            | (bit_cast::<1024, 256>(self.snap[2].q.val()) << 256_u64)
-            | bit_cast::<1024, 256>(self.snap[3].q.val());
+        self.flat.next = self.snap.q.val();
         self.flen.next = bit_cast::<17, 16>(self.snap_len.q.val());
         self.vlan.next = self.snap_vlan.q.val();
         self.f3.next = self.flat.val();
@@ -968,9 +962,17 @@ impl Logic for RxParser {
         self.a_v4_frag_bad.d.next =
             (self.f3.val().get_bits::<16>(1024 - 8 * 20 - 16) & 0x3FFF_u64) != 0_u64;
         self.a_v4_ver_bad.d.next = self.f3.val().get_bits::<8>(1024 - 8 * 14 - 8) != 0x45_u64;
+        self.a_tci.d.next = self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16);
+        self.a_smac.d.next = self.flat.val().get_bits::<48>(1024 - 8 * 6 - 48);
         if self.is_v6.val() {
+            self.a_sip.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 22 - 128);
+            self.a_dip.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 38 - 128);
             self.a_ecn.d.next = self.f3.val().get_bits::<2>(1024 - 8 * 14 - 4 - 8);
         } else {
+            self.a_sip.d.next = bits::<128>(0xFFFF_0000_0000_u64)
+                | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 26 - 32));
+            self.a_dip.d.next = bits::<128>(0xFFFF_0000_0000_u64)
+                | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 30 - 32));
             self.a_ecn.d.next = self.f3.val().get_bits::<2>(1024 - 8 * 15 - 8);
         }
         self.a_sport.d.next = self.f4.val().get_bits::<16>(1024 - 8 * 34 - 16);
@@ -979,20 +981,8 @@ impl Logic for RxParser {
         self.a_ackreq.d.next = self.f4.val().get_bit(1024 - 8 * 50 - 1);
         self.a_qp.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 47 - 24);
         self.a_psn.d.next = self.f4.val().get_bits::<24>(1024 - 8 * 51 - 24);
-        self.a_port.d.next = self.snap_port.q.val();
-
         self.a_th.d.next = self.f4.val().get_bits::<384>(1024 - 8 * 54 - 384);
-        self.a_tci.d.next = self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16);
-        self.a_smac.d.next = self.flat.val().get_bits::<48>(1024 - 8 * 6 - 48);
-        if self.is_v6.val() {
-            self.a_sip.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 22 - 128);
-            self.a_dip.d.next = self.f3.val().get_bits::<128>(1024 - 8 * 38 - 128);
-        } else {
-            self.a_sip.d.next = bits::<128>(0xFFFF_0000_0000_u64)
-                | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 26 - 32));
-            self.a_dip.d.next = bits::<128>(0xFFFF_0000_0000_u64)
-                | bit_cast::<128, 32>(self.f3.val().get_bits::<32>(1024 - 8 * 30 - 32));
-        }
+        self.a_port.d.next = self.snap_port.q.val();
 
         self.valid2.d.next = self.a_valid.q.val() & !self.reset.val();
         // ---- Stage B: the length compares and the first failing check, from registers only.
@@ -1109,7 +1099,11 @@ impl Logic for RxParser {
         self.icrc_bad2.d.next = self.crc3.q.val() != self.crc_good.val();
         self.flen2.d.next = bit_cast::<16, 17>(self.a_flen.q.val());
         self.vlan2.d.next = self.a_vlan.q.val();
+        self.tci2.d.next = self.a_tci.q.val();
+        self.smac2.d.next = self.a_smac.q.val();
         self.v6_2.d.next = self.a_v6.q.val();
+        self.sip2.d.next = self.a_sip.q.val();
+        self.dip2.d.next = self.a_dip.q.val();
         self.ecn2.d.next = self.a_ecn.q.val();
         self.sport2.d.next = self.a_sport.q.val();
         self.op2.d.next = self.a_op.q.val();
@@ -1117,6 +1111,7 @@ impl Logic for RxParser {
         self.ackreq2.d.next = self.a_ackreq.q.val();
         self.qp2.d.next = self.a_qp.q.val();
         self.psn2.d.next = self.a_psn.q.val();
+        self.th2.d.next = self.a_th.q.val();
         self.poff2.d.next = self.a_poff.q.val();
         self.plen2.d.next = bit_cast::<16, 17>(self.a_ip_total.q.val() - self.a_hl_th.q.val());
         self.port2.d.next = self.a_port.q.val();
@@ -1125,12 +1120,6 @@ impl Logic for RxParser {
             self.bytes.d.next = 0.into();
             self.end1.d.next = false;
         }
-
-        self.th2.d.next = self.a_th.q.val();
-        self.tci2.d.next = self.a_tci.q.val();
-        self.smac2.d.next = self.a_smac.q.val();
-        self.sip2.d.next = self.a_sip.q.val();
-        self.dip2.d.next = self.a_dip.q.val();
 
         // ---- Outputs: stage 2 plus the finished ICRC (both registered at the same edge).
         self.out_valid.next = self.valid2.q.val();

@@ -411,13 +411,9 @@ fn synth(args: &[String]) -> Result {
         } else {
             String::new()
         };
-        // A register named `..._dup[N]` in the RTL is a replica of another, there to split a
-        // strobe with a thousand loads into nets that stay local; yosys would merge it back into
-        // its twin (same input, same clock) unless its flip-flop is kept.
         let script = format!(
             "read_verilog {0}/{name}.v {0}/{name}_board.v; hierarchy -top board_top; proc; \
-             flatten; setattr -set keep 1 w:*_dup$* %ci1 t:$dff %i; \
-             {fsm}synth_ecp5 -top board_top -json {1}",
+             flatten; {fsm}synth_ecp5 -top board_top -json {1}",
             dir.display(),
             json.display()
         );
