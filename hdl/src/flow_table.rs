@@ -138,7 +138,8 @@ pub struct FlowTable<const A: usize> {
     ce_count: DFF<Bits<16>>,
     run: DFF<Bits<9>>,
     diff_q: DFF<Bits<24>>,
-    /// The 16 bits of `seen_at` / `seen_below` in the distance's group (its bits 8..4),
+    /// The 16 bitmap bits at distances `16g − 1 ..` / `16g − 2 ..` of the distance's group `g`
+    /// (its bits 8..4),
     /// registered in every cycle (Exec uses what Look loaded), so Exec selects among 16, not
     /// 256.
     at_group: DFF<Bits<16>>,
@@ -176,13 +177,14 @@ pub struct FlowTable<const A: usize> {
     r_unacked: Signal<Local, Bits<16>>,
     r_ce: Signal<Local, Bits<16>>,
     diff: Signal<Local, Bits<24>>,
-    /// The bitmap one and two places up (bit `d` = bitmap bit `d − 1` / `d − 2`), so the
-    /// classification selects by the distance itself instead of through a subtraction.
-    /// 272 bits: 17 whole groups of 16, the last holding distance 256.
-    seen_at: Signal<Local, Bits<272>>,
-    seen_below: Signal<Local, Bits<272>>,
-    at_shifted: Signal<Local, Bits<272>>,
-    below_shifted: Signal<Local, Bits<272>>,
+    /// The bitmap a word up (bit `32 + k` = bitmap bit `k`), shifted down by the distance's
+    /// group: its bits 31..47 are then the group's bits as seen from distance `d` (bitmap bit
+    /// `d − 1`) and 30..46 the same one place lower (bit `d − 2`), so the classification
+    /// selects by the distance itself instead of through a subtraction. One 17-bit select
+    /// serves both, where two 272-bit copies shifted by one and two bits each needed 16.
+    window_up: Signal<Local, Bits<288>>,
+    window_group: Signal<Local, Bits<288>>,
+    group_bits: Signal<Local, Bits<17>>,
     /// Distance bits 22..9 all zero, bits 7..0 all zero: the window compares as flat logic.
     diff_hi_zero: Signal<Local, Bit>,
     diff_lo_zero: Signal<Local, Bit>,
@@ -198,6 +200,9 @@ pub struct FlowTable<const A: usize> {
     next_bitmap: Signal<Local, Bits<256>>,
     next_unacked: Signal<Local, Bits<16>>,
     next_ce: Signal<Local, Bits<16>>,
+    // The entry's low word (unacked | ce) packed before it is widened: the same wires, but a
+    // simulator shifts within a machine word, not a 320-bit vector by half a word.
+    wd_lo: Signal<Local, Bits<32>>,
     write_back: Signal<Local, Bit>,
 }
 
@@ -273,10 +278,9 @@ impl<const A: usize> Default for FlowTable<A> {
             r_unacked: Default::default(),
             r_ce: Default::default(),
             diff: Default::default(),
-            seen_at: Default::default(),
-            seen_below: Default::default(),
-            at_shifted: Default::default(),
-            below_shifted: Default::default(),
+            window_up: Default::default(),
+            window_group: Default::default(),
+            group_bits: Default::default(),
             diff_hi_zero: Default::default(),
             diff_lo_zero: Default::default(),
             group_full: Default::default(),
@@ -291,6 +295,7 @@ impl<const A: usize> Default for FlowTable<A> {
             next_bitmap: Default::default(),
             next_unacked: Default::default(),
             next_ce: Default::default(),
+            wd_lo: Default::default(),
             write_back: Default::default(),
         }
     }
@@ -363,16 +368,14 @@ impl<const A: usize> Logic for FlowTable<A> {
         self.next_unacked.next = self.unacked.q.val();
         self.next_ce.next = self.ce_count.q.val();
         self.diff.next = self.fsn.q.val() - self.r_cum.val();
-        self.seen_at.next = bit_cast::<272, 256>(self.bitmap.q.val()) << 1_u64;
-        self.seen_below.next = bit_cast::<272, 256>(self.bitmap.q.val()) << 2_u64;
-        // Half the classification's bit select, the distance's group, loaded in every cycle
-        // so that no enable waits for the phase; Exec uses the value Look loaded.
-        self.at_shifted.next =
-            self.seen_at.val() >> (bit_cast::<9, 5>(self.diff_q.q.val().get_bits::<5>(4)) << 4_u64);
-        self.below_shifted.next = self.seen_below.val()
+        self.window_up.next = bit_cast::<288, 256>(self.bitmap.q.val()) << 32_u64;
+        // The distance's group, loaded in every cycle so that no enable waits for the phase;
+        // Exec uses the value Look loaded.
+        self.window_group.next = self.window_up.val()
             >> (bit_cast::<9, 5>(self.diff_q.q.val().get_bits::<5>(4)) << 4_u64);
-        self.at_group.d.next = self.at_shifted.val().get_bits::<16>(0);
-        self.below_group.d.next = self.below_shifted.val().get_bits::<16>(0);
+        self.group_bits.next = self.window_group.val().get_bits::<17>(30);
+        self.at_group.d.next = self.group_bits.val().get_bits::<16>(1);
+        self.below_group.d.next = self.group_bits.val().get_bits::<16>(0);
         self.diff_hi_zero.next = self.diff_q.q.val().get_bits::<14>(9) == 0_u64;
         self.diff_lo_zero.next = self.diff_q.q.val().get_bits::<8>(0) == 0_u64;
         self.ce_next.next = self.ce_count.q.val();
@@ -602,10 +605,11 @@ impl<const A: usize> Logic for FlowTable<A> {
         }
         // The data follow the next state in every cycle; only the write enable waits for
         // `write_back`, so no 320-bit gate sits behind the operation's decode.
+        self.wd_lo.next = (bit_cast::<32, 16>(self.next_unacked.val()) << 16_u64)
+            | bit_cast::<32, 16>(self.next_ce.val());
         self.ram.write_data.next = (bit_cast::<320, 24>(self.next_cum.val()) << 288_u64)
             | (bit_cast::<320, 256>(self.next_bitmap.val()) << 32_u64)
-            | (bit_cast::<320, 16>(self.next_unacked.val()) << 16_u64)
-            | bit_cast::<320, 16>(self.next_ce.val());
+            | bit_cast::<320, 32>(self.wd_lo.val());
         if self.reset.val() {
             self.phase.d.next = Phase::Idle;
             self.out_valid.d.next = false;

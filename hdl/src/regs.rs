@@ -477,99 +477,103 @@ impl Logic for RegisterBlock {
         self.rd_counter.next = (self.ra.val() >= self.k.a_counters.val())
             & (self.ra.val() < self.k.a_counters_end.val());
         self.rd.next = 0.into();
-        if self.ra.val() == self.k.a_id.val() {
-            self.rd.next = self.k.v_id.val();
-        }
-        if self.ra.val() == self.k.a_version.val() {
-            self.rd.next = self.k.v_version.val();
-        }
-        if self.ra.val() == self.k.a_control.val() {
-            self.rd.next = self.control.q.val();
-        }
-        if self.ra.val() == self.k.a_udp_port.val() {
-            self.rd.next = bit_cast::<32, 16>(self.udp.q.val());
-        }
-        if self.ra.val() == self.k.a_ack_coalesce.val() {
-            self.rd.next = self.coalesce.q.val();
-        }
-        if self.ra.val() == self.k.a_ack_delay.val() {
-            self.rd.next = self.delay.q.val();
-        }
-        if self.ra.val() == self.k.a_mac_lo.val() {
-            self.rd.next = self.mac_q.q.val().get_bits::<32>(0);
-        }
-        if self.ra.val() == self.k.a_mac_hi.val() {
-            self.rd.next = bit_cast::<32, 16>(self.mac_q.q.val().get_bits::<16>(32));
-        }
-        if self.ra.val() == self.k.a_ts_lo.val() {
-            self.rd.next = self.now_ns.val().get_bits::<32>(0);
-        }
-        if self.ra.val() == self.k.a_ts_hi.val() {
-            self.rd.next = self.now_ns.val().get_bits::<32>(32);
-        }
-        if self.ra.val() == self.k.a_cap_conns.val() {
-            self.rd.next = self.k.v_cap_conns.val();
-        }
-        if self.ra.val() == self.k.a_cap_flows.val() {
-            self.rd.next = self.k.v_cap_flows.val();
-        }
-        if self.ra.val() == self.k.a_cap_regions.val() {
-            self.rd.next = self.k.v_cap_regions.val();
-        }
-        if self.ra.val() == self.k.a_cap_tags.val() {
-            self.rd.next = self.k.v_cap_tags.val();
-        }
-        if self.ra.val() == self.k.a_cap_slots.val() {
-            self.rd.next = self.k.v_cap_slots.val();
-        }
-        if self.ra.val() == self.k.a_cap_recv.val() {
-            self.rd.next = self.k.v_cap_recv.val();
-        }
-        if self.ra.val() == self.k.a_cap_ports.val() {
-            self.rd.next = self.k.v_cap_ports.val();
-        }
-        if self.ra.val() == self.k.a_port_link.val() {
-            self.rd.next = bit_cast::<32, 8>(self.link_up.val() & self.k.v_port_mask.val());
-        }
-        if self.ra.val() == self.k.a_txq_base_lo.val() {
-            self.rd.next = self.txq_base_q.q.val().get_bits::<32>(0);
-        }
-        if self.ra.val() == self.k.a_txq_base_hi.val() {
-            self.rd.next = self.txq_base_q.q.val().get_bits::<32>(32);
-        }
-        if self.ra.val() == self.k.a_txq_log.val() {
-            self.rd.next = bit_cast::<32, 5>(self.txq_log_q.q.val());
-        }
-        if self.ra.val() == self.k.a_txq_head.val() {
-            self.rd.next = self.txq_head.val();
-        }
-        if self.ra.val() == self.k.a_txq_tail.val() {
-            self.rd.next = self.txq_tail_q.q.val();
-        }
-        if self.ra.val() == self.k.a_evq_base_lo.val() {
-            self.rd.next = self.evq_base_q.q.val().get_bits::<32>(0);
-        }
-        if self.ra.val() == self.k.a_evq_base_hi.val() {
-            self.rd.next = self.evq_base_q.q.val().get_bits::<32>(32);
-        }
-        if self.ra.val() == self.k.a_evq_log.val() {
-            self.rd.next = bit_cast::<32, 5>(self.evq_log_q.q.val());
-        }
-        if self.ra.val() == self.k.a_evq_head.val() {
-            self.rd.next = self.evq_head_q.q.val();
-        }
-        if self.ra.val() == self.k.a_evq_tail.val() {
-            self.rd.next = self.evq_tail.val();
-        }
-        if self.ra.val() == self.k.a_table_index.val() {
-            self.rd.next = self.table_index.q.val();
-        }
-        if self.ra.val() == self.k.a_table_status.val() {
-            self.rd.next = bit_cast::<32, 4>(self.table_status.q.val());
-        }
-        for i in 0_usize..16 {
-            if self.ra.val() == self.k.a_table_data.val() + (4 * i).to_bits::<16>() {
-                self.rd.next = self.table_data.q.val().get_bits::<32>(32 * i);
+        // The read data's decode only in a cycle that takes a read: the same register loads,
+        // but a simulator no longer compares the address with every register in every cycle.
+        if self.do_read.val() {
+            if self.ra.val() == self.k.a_id.val() {
+                self.rd.next = self.k.v_id.val();
+            }
+            if self.ra.val() == self.k.a_version.val() {
+                self.rd.next = self.k.v_version.val();
+            }
+            if self.ra.val() == self.k.a_control.val() {
+                self.rd.next = self.control.q.val();
+            }
+            if self.ra.val() == self.k.a_udp_port.val() {
+                self.rd.next = bit_cast::<32, 16>(self.udp.q.val());
+            }
+            if self.ra.val() == self.k.a_ack_coalesce.val() {
+                self.rd.next = self.coalesce.q.val();
+            }
+            if self.ra.val() == self.k.a_ack_delay.val() {
+                self.rd.next = self.delay.q.val();
+            }
+            if self.ra.val() == self.k.a_mac_lo.val() {
+                self.rd.next = self.mac_q.q.val().get_bits::<32>(0);
+            }
+            if self.ra.val() == self.k.a_mac_hi.val() {
+                self.rd.next = bit_cast::<32, 16>(self.mac_q.q.val().get_bits::<16>(32));
+            }
+            if self.ra.val() == self.k.a_ts_lo.val() {
+                self.rd.next = self.now_ns.val().get_bits::<32>(0);
+            }
+            if self.ra.val() == self.k.a_ts_hi.val() {
+                self.rd.next = self.now_ns.val().get_bits::<32>(32);
+            }
+            if self.ra.val() == self.k.a_cap_conns.val() {
+                self.rd.next = self.k.v_cap_conns.val();
+            }
+            if self.ra.val() == self.k.a_cap_flows.val() {
+                self.rd.next = self.k.v_cap_flows.val();
+            }
+            if self.ra.val() == self.k.a_cap_regions.val() {
+                self.rd.next = self.k.v_cap_regions.val();
+            }
+            if self.ra.val() == self.k.a_cap_tags.val() {
+                self.rd.next = self.k.v_cap_tags.val();
+            }
+            if self.ra.val() == self.k.a_cap_slots.val() {
+                self.rd.next = self.k.v_cap_slots.val();
+            }
+            if self.ra.val() == self.k.a_cap_recv.val() {
+                self.rd.next = self.k.v_cap_recv.val();
+            }
+            if self.ra.val() == self.k.a_cap_ports.val() {
+                self.rd.next = self.k.v_cap_ports.val();
+            }
+            if self.ra.val() == self.k.a_port_link.val() {
+                self.rd.next = bit_cast::<32, 8>(self.link_up.val() & self.k.v_port_mask.val());
+            }
+            if self.ra.val() == self.k.a_txq_base_lo.val() {
+                self.rd.next = self.txq_base_q.q.val().get_bits::<32>(0);
+            }
+            if self.ra.val() == self.k.a_txq_base_hi.val() {
+                self.rd.next = self.txq_base_q.q.val().get_bits::<32>(32);
+            }
+            if self.ra.val() == self.k.a_txq_log.val() {
+                self.rd.next = bit_cast::<32, 5>(self.txq_log_q.q.val());
+            }
+            if self.ra.val() == self.k.a_txq_head.val() {
+                self.rd.next = self.txq_head.val();
+            }
+            if self.ra.val() == self.k.a_txq_tail.val() {
+                self.rd.next = self.txq_tail_q.q.val();
+            }
+            if self.ra.val() == self.k.a_evq_base_lo.val() {
+                self.rd.next = self.evq_base_q.q.val().get_bits::<32>(0);
+            }
+            if self.ra.val() == self.k.a_evq_base_hi.val() {
+                self.rd.next = self.evq_base_q.q.val().get_bits::<32>(32);
+            }
+            if self.ra.val() == self.k.a_evq_log.val() {
+                self.rd.next = bit_cast::<32, 5>(self.evq_log_q.q.val());
+            }
+            if self.ra.val() == self.k.a_evq_head.val() {
+                self.rd.next = self.evq_head_q.q.val();
+            }
+            if self.ra.val() == self.k.a_evq_tail.val() {
+                self.rd.next = self.evq_tail.val();
+            }
+            if self.ra.val() == self.k.a_table_index.val() {
+                self.rd.next = self.table_index.q.val();
+            }
+            if self.ra.val() == self.k.a_table_status.val() {
+                self.rd.next = bit_cast::<32, 4>(self.table_status.q.val());
+            }
+            for i in 0_usize..16 {
+                if self.ra.val() == self.k.a_table_data.val() + (4 * i).to_bits::<16>() {
+                    self.rd.next = self.table_data.q.val().get_bits::<32>(32 * i);
+                }
             }
         }
         if self.do_read.val() {

@@ -119,6 +119,15 @@ const fn th_shift(end: usize) -> u64 {
     (384 - 8 * end) as u64
 }
 
+/// Where a transport-header field of `bytes` bytes ending at byte `end` sits within 64-bit
+/// word `word` of the 384-bit header (word 5: bits 320..384). Compilation fails if the field
+/// leaves that word, so a layout change cannot silently break a header built word by word.
+const fn th_word_shift(end: usize, bytes: usize, word: u64) -> u64 {
+    let sh = th_shift(end);
+    assert!(sh >= 64 * word && sh + 8 * bytes as u64 <= 64 * (word + 1));
+    sh - 64 * word
+}
+
 /// A `Constant` of this module whose value is part of its type, so that the engine can
 /// still derive `Default`. Unlike the outputs of a [`constants!`] block, which the
 /// simulator reads as signals, it is a parameter of the engine's Verilog: Verilator folds
@@ -464,13 +473,19 @@ pub struct RxEngine {
     sh_imm_send: Const<9, { th_shift(transport::FDH_LEN + transport::IMM_LEN) }>,
     sh_imm_write:
         Const<9, { th_shift(transport::FDH_LEN + transport::RETH_LEN + transport::IMM_LEN) }>,
-    sh_a_flow: Const<9, { th_shift(transport::ack::FLOW.end) }>,
     sh_a_flags: Const<9, { th_shift(transport::ack::FLAGS + 1) }>,
     sh_a_ce: Const<9, { th_shift(transport::ack::CE_COUNT.end) }>,
     sh_a_refused: Const<9, { th_shift(transport::ack::REFUSED.end) }>,
     sh_a_rate: Const<9, { th_shift(transport::ack::RATE_HINT.end) }>,
     sh_a_ts: Const<9, { th_shift(transport::ack::TS_ECHO.end) }>,
     sh_a_sack: Const<9, { th_shift(transport::ack::SACK.end) }>,
+    // The ACK fields within the header's top two 64-bit words (see `ack_w5`).
+    sw_a_flow: Const<6, { th_word_shift(transport::ack::FLOW.end, 2, 5) }>,
+    sw_a_flags: Const<6, { th_word_shift(transport::ack::FLAGS + 1, 1, 5) }>,
+    sw_a_ce: Const<6, { th_word_shift(transport::ack::CE_COUNT.end, 2, 5) }>,
+    sw_a_refused: Const<6, { th_word_shift(transport::ack::REFUSED.end, 2, 5) }>,
+    sw_a_rate: Const<6, { th_word_shift(transport::ack::RATE_HINT.end, 4, 4) }>,
+    sw_a_ts: Const<6, { th_word_shift(transport::ack::TS_ECHO.end, 4, 4) }>,
     sh_n_flow: Const<9, { th_shift(transport::nak::FLOW.end) }>,
     sh_n_reason: Const<9, { th_shift(transport::nak::REASON + 1) }>,
     sh_n_tag: Const<9, { th_shift(transport::nak::TAG.end) }>,
@@ -532,7 +547,7 @@ pub struct RxEngine {
     cs_b: Signal<Local, Bits<67>>,
     cs_c: Signal<Local, Bits<67>>,
     cs_s: Signal<Local, Bits<67>>,
-    cs_c2: Signal<Local, Bits<67>>,
+    cs_maj: Signal<Local, Bits<67>>,
     cs_lo: Signal<Local, Bits<34>>,
     cs_hi: Signal<Local, Bits<34>>,
     cs_hi1: Signal<Local, Bits<34>>,
@@ -573,9 +588,11 @@ pub struct RxEngine {
     // The flow's metadata, in two registers because they load under different conditions: the
     // refusal count (bits 0..16 of the stored entry) follows every refusal decision; the rest
     // (entropy, timestamp, ACK deadline and armed bit, port, connection, flow) loads once per
-    // frame and when the ACK timer changes.
+    // frame and when the ACK timer changes. `meta_hi` holds its bits where the entry has them
+    // (16..160), its low 16 bits always zero (synthesis drops those flip-flops): the entry is
+    // then an OR of the two, not a 160-bit shift by half a word in every simulated cycle.
     meta_lo: DFF<Bits<16>>,
-    meta_hi: DFF<Bits<144>>,
+    meta_hi: DFF<Bits<160>>,
     // The two together, as stored.
     meta: Signal<Local, Bits<160>>,
     meta_old_armed: DFF<Bit>,
@@ -727,6 +744,11 @@ pub struct RxEngine {
     va_end: Signal<Local, Bits<65>>,
     m_rd: Signal<Local, Bits<160>>,
     ev_w: Signal<Local, Bits<512>>,
+    // An event's first two 64-bit words, packed before they are widened: the same wires, but
+    // the simulator then shifts fields within a machine word instead of 512-bit vectors by
+    // amounts that are not whole words (each such shift loops over all sixteen words).
+    ev_lo: Signal<Local, Bits<64>>,
+    ev_hi: Signal<Local, Bits<64>>,
     swap_in: Signal<Local, Bits<256>>,
     swap_out: Signal<Local, Bits<256>>,
     sw_word: Signal<Local, Bits<32>>,
@@ -742,11 +764,18 @@ pub struct RxEngine {
     after_nak: Signal<Local, St>,
     cls_ready: Signal<Local, Bit>,
     ack_th: Signal<Local, Bits<384>>,
+    // The ACK header's words 5 (bits 320..384) and 4 (256..320), packed before they are
+    // widened: the same wires, but a simulator shifts within machine words instead of
+    // 384-bit vectors by amounts that are not whole words, in every cycle.
+    ack_w5: Signal<Local, Bits<64>>,
+    ack_w4: Signal<Local, Bits<64>>,
     cls_distance: Signal<Local, Bits<9>>,
     after_ack: Signal<Local, St>,
     after_account: Signal<Local, St>,
     cls_class: Signal<Local, Bits<2>>,
     meta_fresh: Signal<Local, Bits<160>>,
+    mf_w0: Signal<Local, Bits<64>>,
+    mf_w4: Signal<Local, Bits<32>>,
     meta_fresh_refused: Signal<Local, Bits<16>>,
     take_frame: Signal<Local, Bit>,
     /// Timer scan, from the registered metadata: the flow's ACK deadline, whether it is armed
@@ -1133,20 +1162,21 @@ impl Logic for RxEngine {
         self.rg_below.next = self.rg_below_q.q.val().get_bit(0)
             | (self.rg_below_q.q.val().get_bit(1) & self.rg_below_q.q.val().get_bit(2));
         // x = end − base − length − 1 over 67 bits, from a 3:2 compressor (sum `cs_s`, carries
-        // `cs_c2`); the access runs past the region exactly when x ≥ 0. The low 33 bits give
+        // `cs_maj`, shifted by one); the access runs past the region exactly when x ≥ 0. The low 33 bits give
         // the carry into the high 34, whose sign is registered for both carries.
         self.cs_a.next = bit_cast::<67, 65>(self.va_end_q.q.val());
         self.cs_b.next = !bit_cast::<67, 64>(self.rg_q.q.val().get_bits::<64>(32));
         self.cs_c.next = !bit_cast::<67, 64>(self.rg_q.q.val().get_bits::<64>(96));
         self.cs_s.next = self.cs_a.val() ^ self.cs_b.val() ^ self.cs_c.val();
-        self.cs_c2.next = ((self.cs_a.val() & self.cs_b.val())
+        // The carries unshifted (`cs_maj`): the shift by one is taken in the two halves'
+        // operands, the same wires without a 67-bit shift in every simulated cycle.
+        self.cs_maj.next = (self.cs_a.val() & self.cs_b.val())
             | (self.cs_a.val() & self.cs_c.val())
-            | (self.cs_b.val() & self.cs_c.val()))
-            << 1_u64;
+            | (self.cs_b.val() & self.cs_c.val());
         self.cs_lo.next = bit_cast::<34, 33>(self.cs_s.val().get_bits::<33>(0))
-            + bit_cast::<34, 33>(self.cs_c2.val().get_bits::<33>(0))
+            + (bit_cast::<34, 32>(self.cs_maj.val().get_bits::<32>(0)) << 1_u64)
             + 1_u64;
-        self.cs_hi.next = self.cs_s.val().get_bits::<34>(33) + self.cs_c2.val().get_bits::<34>(33);
+        self.cs_hi.next = self.cs_s.val().get_bits::<34>(33) + self.cs_maj.val().get_bits::<34>(32);
         self.cs_hi1.next = self.cs_hi.val() + 1_u64;
         self.rg_over_q.d.next = 0.into();
         if self.cs_lo.val().get_bit(33) {
@@ -1267,22 +1297,26 @@ impl Logic for RxEngine {
         self.mac_sw.next = 0.into();
         self.ip_sw.next = 0.into();
         self.ev_w.next = 0.into();
+        self.ev_lo.next = 0.into();
+        self.ev_hi.next = 0.into();
         // The ACK or NAK transport header, offered in AckSend, straight from registers: not a
         // 384-bit register loaded under the ACK decision (its enable was the engine's critical
         // path). Everything it is built from holds from the decision until the builder takes
         // the request: the flow table's result (an ACK command reports the state before
         // clearing, the same as the accept result on display before it), the flow's
         // registered ACK fields, and the frame's parse result for a NAK.
-        self.ack_th.next = (bit_cast::<384, 16>(self.ack_flow.q.val()) << self.sh_a_flow.val())
-            | (bit_cast::<384, 16>(self.ft.res_ce.val()) << self.sh_a_ce.val())
-            | (bit_cast::<384, 16>(self.meta_lo.q.val()) << self.sh_a_refused.val())
-            | (bit_cast::<384, 32>(self.rate.q.val()) << self.sh_a_rate.val())
-            | (bit_cast::<384, 32>(self.ack_ts.q.val()) << self.sh_a_ts.val())
-            | (bit_cast::<384, 256>(self.swap_out.val()) << self.sh_a_sack.val());
+        self.ack_w5.next = (bit_cast::<64, 16>(self.ack_flow.q.val()) << self.sw_a_flow.val())
+            | (bit_cast::<64, 16>(self.ft.res_ce.val()) << self.sw_a_ce.val())
+            | (bit_cast::<64, 16>(self.meta_lo.q.val()) << self.sw_a_refused.val());
         if self.ft.res_ce.val() != 0_u64 {
-            self.ack_th.next = self.ack_th.val()
-                | (bit_cast::<384, 8>(self.k.ack_flag_ece.val()) << self.sh_a_flags.val());
+            self.ack_w5.next = self.ack_w5.val()
+                | (bit_cast::<64, 8>(self.k.ack_flag_ece.val()) << self.sw_a_flags.val());
         }
+        self.ack_w4.next = (bit_cast::<64, 32>(self.rate.q.val()) << self.sw_a_rate.val())
+            | (bit_cast::<64, 32>(self.ack_ts.q.val()) << self.sw_a_ts.val());
+        self.ack_th.next = (bit_cast::<384, 64>(self.ack_w5.val()) << 320_u64)
+            | (bit_cast::<384, 64>(self.ack_w4.val()) << 256_u64)
+            | (bit_cast::<384, 256>(self.swap_out.val()) << self.sh_a_sack.val());
         self.a_th.next = self.ack_th.val();
         if self.a_opcode_q.q.val() == self.k.op_nak.val() {
             self.a_th.next = (bit_cast::<384, 16>(self.d_flow.val()) << self.sh_n_flow.val())
@@ -1445,8 +1479,7 @@ impl Logic for RxEngine {
             self.distance.d.next = self.ft.res_distance.val();
             self.opens_gap.d.next = self.ft.res_opens_gap.val();
         }
-        self.meta.next = (bit_cast::<160, 144>(self.meta_hi.q.val()) << 16_u64)
-            | bit_cast::<160, 16>(self.meta_lo.q.val());
+        self.meta.next = self.meta_hi.q.val() | bit_cast::<160, 16>(self.meta_lo.q.val());
         // The cycle after an Accept that started the ACK timer: the flow's metadata shows the
         // armed timer before `meta_hi` holds it (MetaWb may write it back in this cycle).
         if self.timer_start.q.val() {
@@ -1461,12 +1494,17 @@ impl Logic for RxEngine {
         self.meta_ram.write_data.next = self.meta.val();
         // The flow's metadata with this packet's entropy, port and timestamp: a timer ACK leaves
         // on the entropy and port of the flow's last data packet and echoes its timestamp.
-        self.meta_fresh.next = (self.m_rd.val()
-            & !0xFFFF_FFFF_FFFF_0000_u64.to_bits::<160>()
-            & !(bit_cast::<160, PORT_BITS>(self.port_mask.val()) << 129_u64))
-            | (bit_cast::<160, 16>(self.pr_src_port.val()) << 16_u64)
-            | (bit_cast::<160, 32>(self.d_ts.val()) << 32_u64)
-            | (bit_cast::<160, PORT_BITS>(self.pr_port.val()) << 129_u64);
+        // Built a 64-bit word (bits 0..64) and a 32-bit word (128..160) at a time: the same
+        // wires, but no 160-bit shift by a part of a word in every simulated cycle.
+        self.mf_w0.next = bit_cast::<64, 16>(self.m_rd.val().get_bits::<16>(0))
+            | (bit_cast::<64, 16>(self.pr_src_port.val()) << 16_u64)
+            | (bit_cast::<64, 32>(self.d_ts.val()) << 32_u64);
+        self.mf_w4.next = (self.m_rd.val().get_bits::<32>(128)
+            & !(bit_cast::<32, PORT_BITS>(self.port_mask.val()) << 1_u64))
+            | (bit_cast::<32, PORT_BITS>(self.pr_port.val()) << 1_u64);
+        self.meta_fresh.next = bit_cast::<160, 64>(self.mf_w0.val())
+            | (bit_cast::<160, 64>(self.m_rd.val().get_bits::<64>(64)) << 64_u64)
+            | (bit_cast::<160, 32>(self.mf_w4.val()) << 128_u64);
         self.meta_fresh_refused.next = self.meta_fresh.val().get_bits::<16>(0) + 1_u64;
         // Idle takes up the head frame when nothing else has priority.
         self.take_frame.next = self.pr_valid.val()
@@ -1507,11 +1545,11 @@ impl Logic for RxEngine {
         // From `meta_hi` itself, not the overlaid `meta`: ScanDecide follows ScanCheck, never
         // an Accept, so the timer-start overlay is never on there, and its select stays off
         // the scan's compares.
-        self.scan_deadline.next = self.meta_hi.q.val().get_bits::<64>(48);
+        self.scan_deadline.next = self.meta_hi.q.val().get_bits::<64>(64);
         self.scan_due.next =
-            self.meta_hi.q.val().get_bit(112) & (self.scan_deadline.val() <= self.now_ns.val());
+            self.meta_hi.q.val().get_bit(128) & (self.scan_deadline.val() <= self.now_ns.val());
         self.scan_earlier.next =
-            self.meta_hi.q.val().get_bit(112) & (self.scan_deadline.val() < self.min_next.q.val());
+            self.meta_hi.q.val().get_bit(128) & (self.scan_deadline.val() < self.min_next.q.val());
         self.scan_min.next = self.min_next.q.val();
         if self.scan_earlier.val() {
             self.scan_min.next = self.scan_deadline.val();
@@ -1528,7 +1566,7 @@ impl Logic for RxEngine {
         // neither of which writes `meta_hi` or `min_due`).
         if self.timer_start.q.val() {
             self.timer_start.d.next = false;
-            self.meta_hi.d.next = self.meta.val().get_bits::<144>(16);
+            self.meta_hi.d.next = self.meta.val() & !0xFFFF_u64.to_bits::<160>();
             if self.due_first_q.q.val() {
                 self.min_due.d.next = self.due_q.q.val();
             }
@@ -1559,19 +1597,21 @@ impl Logic for RxEngine {
                             | (bit_cast::<128, 32>(self.sw_swapped.val())
                                 << (96 - 32 * i).to_bits::<7>());
                     }
-                    self.ev_w.next = bit_cast::<512, 8>(self.k.ev_cm.val())
-                        | (bit_cast::<512, 1>(self.pr_ipv6.val().into()) << 8_u64)
-                        | (bit_cast::<512, 1>(self.pr_vlan.val().into()) << 9_u64)
-                        | (bit_cast::<512, PORT_BITS>(self.pr_port.val()) << 12_u64)
-                        | (bit_cast::<512, 16>(self.pr_src_port.val()) << 16_u64)
-                        | (bit_cast::<512, 24>(self.pr_dest_conn.val()) << 32_u64)
-                        | (bit_cast::<512, 48>(self.mac_sw.val()) << 64_u64)
+                    self.ev_lo.next = bit_cast::<64, 8>(self.k.ev_cm.val())
+                        | (bit_cast::<64, 1>(self.pr_ipv6.val().into()) << 8_u64)
+                        | (bit_cast::<64, 1>(self.pr_vlan.val().into()) << 9_u64)
+                        | (bit_cast::<64, PORT_BITS>(self.pr_port.val()) << 12_u64)
+                        | (bit_cast::<64, 16>(self.pr_src_port.val()) << 16_u64)
+                        | (bit_cast::<64, 24>(self.pr_dest_conn.val()) << 32_u64);
+                    self.ev_hi.next = bit_cast::<64, 48>(self.mac_sw.val());
+                    if self.pr_vlan.val() {
+                        self.ev_hi.next = self.ev_hi.val()
+                            | (bit_cast::<64, 16>(self.pr_vlan_tci.val()) << 48_u64);
+                    }
+                    self.ev_w.next = bit_cast::<512, 64>(self.ev_lo.val())
+                        | (bit_cast::<512, 64>(self.ev_hi.val()) << 64_u64)
                         | (bit_cast::<512, 128>(self.ip_sw.val()) << 128_u64)
                         | (bit_cast::<512, 256>(self.swap_out.val()) << 256_u64);
-                    if self.pr_vlan.val() {
-                        self.ev_w.next = self.ev_w.val()
-                            | (bit_cast::<512, 16>(self.pr_vlan_tci.val()) << 112_u64);
-                    }
                     self.ev.d.next = self.ev_w.val();
                     self.cc_checked.d.next = false;
                     self.f_nak.d.next = false;
@@ -1646,19 +1686,21 @@ impl Logic for RxEngine {
                     // in every ConnChk cycle, whatever the checks below decide (it is offered
                     // only for an ACK or NAK that passes), so its enable follows the state
                     // alone, not the opcode or the address compares.
-                    self.ev_w.next = bit_cast::<512, 8>(self.k.ev_ack.val())
-                        | (bit_cast::<512, 1>(self.ack_ece.val().into()) << 8_u64)
-                        | (bit_cast::<512, 16>(self.d_flow.val()) << 16_u64)
-                        | (bit_cast::<512, 24>(self.pr_dest_conn.val()) << 32_u64)
-                        | (bit_cast::<512, 24>(self.pr_psn.val()) << 64_u64)
-                        | (bit_cast::<512, 16>(
+                    self.ev_lo.next = bit_cast::<64, 8>(self.k.ev_ack.val())
+                        | (bit_cast::<64, 1>(self.ack_ece.val().into()) << 8_u64)
+                        | (bit_cast::<64, 16>(self.d_flow.val()) << 16_u64)
+                        | (bit_cast::<64, 24>(self.pr_dest_conn.val()) << 32_u64);
+                    self.ev_hi.next = bit_cast::<64, 24>(self.pr_psn.val())
+                        | (bit_cast::<64, 16>(
                             self.pr_th.val().get_bits::<16>(self.sh_a_ce.val().index()),
-                        ) << 96_u64)
-                        | (bit_cast::<512, 16>(
+                        ) << 32_u64)
+                        | (bit_cast::<64, 16>(
                             self.pr_th
                                 .val()
                                 .get_bits::<16>(self.sh_a_refused.val().index()),
-                        ) << 112_u64)
+                        ) << 48_u64);
+                    self.ev_w.next = bit_cast::<512, 64>(self.ev_lo.val())
+                        | (bit_cast::<512, 64>(self.ev_hi.val()) << 64_u64)
                         | (bit_cast::<512, 32>(
                             self.pr_th
                                 .val()
@@ -1669,18 +1711,20 @@ impl Logic for RxEngine {
                         ) << 160_u64)
                         | (bit_cast::<512, 256>(self.swap_out.val()) << 256_u64);
                     if self.pr_opcode.val() == self.k.op_nak.val() {
-                        self.ev_w.next = bit_cast::<512, 8>(self.k.ev_nak.val())
-                            | (bit_cast::<512, 8>(
+                        self.ev_lo.next = bit_cast::<64, 8>(self.k.ev_nak.val())
+                            | (bit_cast::<64, 8>(
                                 self.pr_th
                                     .val()
                                     .get_bits::<8>(self.sh_n_reason.val().index()),
                             ) << 8_u64)
-                            | (bit_cast::<512, 16>(self.d_flow.val()) << 16_u64)
-                            | (bit_cast::<512, 24>(self.pr_dest_conn.val()) << 32_u64)
-                            | (bit_cast::<512, 24>(self.pr_psn.val()) << 64_u64)
-                            | (bit_cast::<512, 16>(
+                            | (bit_cast::<64, 16>(self.d_flow.val()) << 16_u64)
+                            | (bit_cast::<64, 24>(self.pr_dest_conn.val()) << 32_u64);
+                        self.ev_hi.next = bit_cast::<64, 24>(self.pr_psn.val())
+                            | (bit_cast::<64, 16>(
                                 self.pr_th.val().get_bits::<16>(self.sh_n_tag.val().index()),
-                            ) << 96_u64)
+                            ) << 32_u64);
+                        self.ev_w.next = bit_cast::<512, 64>(self.ev_lo.val())
+                            | (bit_cast::<512, 64>(self.ev_hi.val()) << 64_u64)
                             | (bit_cast::<512, 32>(
                                 self.pr_th.val().get_bits::<32>(self.sh_n_msn.val().index()),
                             ) << 128_u64)
@@ -1790,7 +1834,7 @@ impl Logic for RxEngine {
                 St::Decide1 => {
                     // The flow's metadata read (started in ConnChk) has arrived.
                     self.meta_lo.d.next = self.meta_fresh.val().get_bits::<16>(0);
-                    self.meta_hi.d.next = self.meta_fresh.val().get_bits::<144>(16);
+                    self.meta_hi.d.next = self.meta_fresh.val() & !0xFFFF_u64.to_bits::<160>();
                     self.meta_old_armed.d.next = self.m_rd.val().get_bit(128);
                     self.ack_entropy.d.next = self.pr_src_port.val();
                     self.ack_port.d.next = self.pr_port.val();
@@ -1971,22 +2015,24 @@ impl Logic for RxEngine {
                             }
                             self.cnt_valid.next = true;
                             self.cnt_index.next = self.k.c_completions.val();
-                            self.ev_w.next = bit_cast::<512, 8>(self.k.ev_completion.val())
-                                | (bit_cast::<512, 8>(self.s_opcode.val()) << 16_u64)
-                                | (bit_cast::<512, 1>(self.slot.q.val().get_bit(19).into())
+                            self.ev_lo.next = bit_cast::<64, 8>(self.k.ev_completion.val())
+                                | (bit_cast::<64, 8>(self.s_opcode.val()) << 16_u64)
+                                | (bit_cast::<64, 1>(self.slot.q.val().get_bit(19).into())
                                     << 24_u64)
-                                | (bit_cast::<512, 24>(self.pr_dest_conn.val()) << 32_u64)
-                                | (bit_cast::<512, 16>(self.d_tag.val()) << 64_u64)
-                                | (bit_cast::<512, 32>(self.s_msn.val()) << 96_u64)
+                                | (bit_cast::<64, 24>(self.pr_dest_conn.val()) << 32_u64);
+                            if self.new_slot.val().get_bit(16) {
+                                self.ev_lo.next = self.ev_lo.val()
+                                    | (bit_cast::<64, 2>(self.new_slot.val().get_bits::<2>(17))
+                                        << 8_u64);
+                            }
+                            self.ev_hi.next = bit_cast::<64, 16>(self.d_tag.val())
+                                | (bit_cast::<64, 32>(self.s_msn.val()) << 32_u64);
+                            self.ev_w.next = bit_cast::<512, 64>(self.ev_lo.val())
+                                | (bit_cast::<512, 64>(self.ev_hi.val()) << 64_u64)
                                 | (bit_cast::<512, 32>(self.s_ssn.val()) << 128_u64)
                                 | (bit_cast::<512, 32>(self.s_msg_len.val()) << 160_u64)
                                 | (bit_cast::<512, 32>(self.slot.q.val().get_bits::<32>(192))
                                     << 192_u64);
-                            if self.new_slot.val().get_bit(16) {
-                                self.ev_w.next = self.ev_w.val()
-                                    | (bit_cast::<512, 2>(self.new_slot.val().get_bits::<2>(17))
-                                        << 8_u64);
-                            }
                             // Offered at once; held in `ev` for CplEvent if not taken.
                             self.ev.d.next = self.ev_w.val();
                             self.ev_valid.next = true;
@@ -2039,7 +2085,7 @@ impl Logic for RxEngine {
                                 self.a_th_len_q.d.next = self.k.ack_len.val();
                                 // The ACK covers everything: the timer has nothing left to do.
                                 self.meta_hi.d.next =
-                                    self.meta_hi.q.val() & !(1_u64.to_bits::<144>() << 112_u64);
+                                    self.meta_hi.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
                                 self.state.d.next = St::AckSend;
                             }
                         } else if self.acc_one.q.val() & (self.ack_delay.val() != 0_u64) {
@@ -2070,7 +2116,7 @@ impl Logic for RxEngine {
                         self.a_th_len_q.d.next = self.k.ack_len.val();
                         // The ACK covers everything: the timer has nothing left to do.
                         self.meta_hi.d.next =
-                            self.meta_hi.q.val() & !(1_u64.to_bits::<144>() << 112_u64);
+                            self.meta_hi.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
                         self.state.d.next = St::AckSend;
                     }
                 }
@@ -2134,7 +2180,7 @@ impl Logic for RxEngine {
                     // The metadata is registered here and decided on in ScanDecide, so that no
                     // compare hangs off the block RAM's output.
                     self.meta_lo.d.next = self.m_rd.val().get_bits::<16>(0);
-                    self.meta_hi.d.next = self.m_rd.val().get_bits::<144>(16);
+                    self.meta_hi.d.next = self.m_rd.val() & !0xFFFF_u64.to_bits::<160>();
                     self.meta_old_armed.d.next = self.m_rd.val().get_bit(128);
                     self.conn_addr.d.next = self.m_rd.val().get_bits::<CONN_BITS>(136);
                     self.ack_entropy.d.next = self.m_rd.val().get_bits::<16>(16);
@@ -2181,7 +2227,7 @@ impl Logic for RxEngine {
                         self.state.d.next = St::AckCmd;
                     } else {
                         self.meta_hi.d.next =
-                            self.meta_hi.q.val() & !(1_u64.to_bits::<144>() << 112_u64);
+                            self.meta_hi.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
                         self.state.d.next = St::ScanWb;
                     }
                 }

@@ -45,6 +45,31 @@ pub const HEADER_BYTES: usize = 128;
 /// Width in bits of the transport-header output (the 48 bytes after the BTH).
 pub const TH_BITS: usize = 384;
 
+/// The sixteen captured header beats side by side, as the snapshot holds them: beat 0 in the
+/// high bits, beat 15 in the low bits, as one 1,024-bit vector. A struct of 64-bit fields so
+/// that each beat is stored through a part-select: the same wires as the vector built by
+/// shifts, but a simulator copies two words per beat instead of shifting and merging a
+/// 1,024-bit temporary for each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, LogicStruct)]
+struct HeaderBeats {
+    b15: Bits<64>,
+    b14: Bits<64>,
+    b13: Bits<64>,
+    b12: Bits<64>,
+    b11: Bits<64>,
+    b10: Bits<64>,
+    b9: Bits<64>,
+    b8: Bits<64>,
+    b7: Bits<64>,
+    b6: Bits<64>,
+    b5: Bits<64>,
+    b4: Bits<64>,
+    b3: Bits<64>,
+    b2: Bits<64>,
+    b1: Bits<64>,
+    b0: Bits<64>,
+}
+
 /// The RX parser.
 #[derive(LogicBlock)]
 pub struct RxParser {
@@ -195,7 +220,7 @@ pub struct RxParser {
     // so. Loading them only with a frame made their strobes (`end1`, `snap_valid`, `a_valid`)
     // nets of about a thousand loads each, and the fields zeroed without a frame put
     // `snap_valid` and `a_valid` into the logic of every bit.
-    snap: DFF<Bits<1024>>,
+    snap: DFF<HeaderBeats>,
     snap_len: DFF<Bits<16>>,
     snap_valid: DFF<Bit>,
     snap_vlan: DFF<Bit>,
@@ -806,22 +831,22 @@ impl Logic for RxParser {
         // The capture registers are copied aside in every cycle; the copy made in the cycle
         // after a frame's last beat (`end1`) holds its headers, and the checks run on it in the
         // next cycle, while the next frame's beats overwrite the capture registers.
-        self.snap.d.next = (bit_cast::<1024, 64>(self.h[0].q.val()) << 960_u64)
-            | (bit_cast::<1024, 64>(self.h[1].q.val()) << 896_u64)
-            | (bit_cast::<1024, 64>(self.h[2].q.val()) << 832_u64)
-            | (bit_cast::<1024, 64>(self.h[3].q.val()) << 768_u64)
-            | (bit_cast::<1024, 64>(self.h[4].q.val()) << 704_u64)
-            | (bit_cast::<1024, 64>(self.h[5].q.val()) << 640_u64)
-            | (bit_cast::<1024, 64>(self.h[6].q.val()) << 576_u64)
-            | (bit_cast::<1024, 64>(self.h[7].q.val()) << 512_u64)
-            | (bit_cast::<1024, 64>(self.h[8].q.val()) << 448_u64)
-            | (bit_cast::<1024, 64>(self.h[9].q.val()) << 384_u64)
-            | (bit_cast::<1024, 64>(self.h[10].q.val()) << 320_u64)
-            | (bit_cast::<1024, 64>(self.h[11].q.val()) << 256_u64)
-            | (bit_cast::<1024, 64>(self.h[12].q.val()) << 192_u64)
-            | (bit_cast::<1024, 64>(self.h[13].q.val()) << 128_u64)
-            | (bit_cast::<1024, 64>(self.h[14].q.val()) << 64_u64)
-            | bit_cast::<1024, 64>(self.h[15].q.val());
+        self.snap.d.next.b0 = self.h[0].q.val();
+        self.snap.d.next.b1 = self.h[1].q.val();
+        self.snap.d.next.b2 = self.h[2].q.val();
+        self.snap.d.next.b3 = self.h[3].q.val();
+        self.snap.d.next.b4 = self.h[4].q.val();
+        self.snap.d.next.b5 = self.h[5].q.val();
+        self.snap.d.next.b6 = self.h[6].q.val();
+        self.snap.d.next.b7 = self.h[7].q.val();
+        self.snap.d.next.b8 = self.h[8].q.val();
+        self.snap.d.next.b9 = self.h[9].q.val();
+        self.snap.d.next.b10 = self.h[10].q.val();
+        self.snap.d.next.b11 = self.h[11].q.val();
+        self.snap.d.next.b12 = self.h[12].q.val();
+        self.snap.d.next.b13 = self.h[13].q.val();
+        self.snap.d.next.b14 = self.h[14].q.val();
+        self.snap.d.next.b15 = self.h[15].q.val();
         if self.end1.q.val() {
             self.snap_len.d.next = self.flen1.q.val();
             self.snap_port.d.next = self.port1.q.val();
@@ -840,7 +865,7 @@ impl Logic for RxParser {
         // ---- Stage A: the framing shifts, the fields, the opcode's header length, the sums.
         // Computed from the snapshot in every cycle; only a cycle after `snap_valid` is read.
         self.a_valid.d.next = self.snap_valid.q.val() & !self.reset.val();
-        self.flat.next = self.snap.q.val();
+        self.flat.next = self.snap.q.val().into();
         self.flen.next = bit_cast::<17, 16>(self.snap_len.q.val());
         self.vlan.next = self.snap_vlan.q.val();
         self.f3.next = self.flat.val();
