@@ -1406,12 +1406,16 @@ impl Logic for RxEngine {
             self.conn_w0.next = self.tw.val().get_bits::<32>(0) & 0xFFFF_3F07_u64;
         }
         // The table writes' data (`tw_*_q` above).
-        self.conn_ram.write_data.next = bit_cast::<448, 32>(self.conn_w0.val())
-            | (bit_cast::<448, 24>(self.tw.val().get_bits::<24>(32)) << 32_u64)
-            | (bit_cast::<448, 64>(self.tw.val().get_bits::<64>(64)) << 64_u64)
-            | (bit_cast::<448, 32>(self.tw.val().get_bits::<32>(128)) << 128_u64)
-            | (bit_cast::<448, 16>(self.tw.val().get_bits::<16>(160)) << 160_u64)
-            | (bit_cast::<448, 256>(self.tw.val().get_bits::<256>(192)) << 192_u64);
+        // The command's words in place, with word 0 normalised and the unused bits 56..64 and
+        // 176..192 cleared by a constant mask: the same wires as the fields shifted into place
+        // one by one, but a simulator ANDs words instead of shifting a 448-bit vector five
+        // times in every cycle.
+        self.conn_ram.write_data.next = bit_cast::<448, 512>(
+            self.tw.val()
+                & !(0xFFFF_FFFF_u64.to_bits::<512>()
+                    | (0xFF_u64.to_bits::<512>() << 56_u64)
+                    | (0xFFFF_u64.to_bits::<512>() << 176_u64)),
+        ) | bit_cast::<448, 32>(self.conn_w0.val());
         // The Tag base, as the connection entry stores it (bits 96..112).
         self.tag_ram.write_data.next = self.tw.val().get_bits::<TAG_BITS>(96);
         // The first flow (bits 64..80).
@@ -1420,9 +1424,9 @@ impl Logic for RxEngine {
         if self.tc_rate_q.q.val() {
             self.rate_ram.write_data.next = self.tw.val().get_bits::<32>(0);
         }
+        // Word 0 keeps its valid bit (0) and key and access (8..24); the rest is in place.
         self.region_ram.write_data.next =
-            (bit_cast::<160, 32>(self.tw.val().get_bits::<32>(0) & 0xFF_FF01_u64))
-                | (bit_cast::<160, 128>(self.tw.val().get_bits::<128>(32)) << 32_u64);
+            bit_cast::<160, 512>(self.tw.val() & !0xFF00_00FE_u64.to_bits::<512>());
         if self.tw_recv_q.q.val() {
             // TblDone; TblStart loaded `recv_idx` with the command's index.
             self.recv_ram.write_enable.next = true;

@@ -365,6 +365,9 @@ pub struct TxFrameBuilder {
     icrc: Signal<Local, Bits<32>>,
     out_data: Signal<Local, Bits<64>>,
     out_keep: Signal<Local, Bits<8>>,
+    // The beat's sideband (keep, last, port) packed into one word before it is widened: the
+    // same wires, but no shift of the 76-bit beat by part of a word in every simulated cycle.
+    out_side: Signal<Local, Bits<16>>,
     // The third stage's beat against its frame's output context (see `d4_keep`).
     f3_flen: Signal<Local, Bits<16>>,
     f3_nbeats: Signal<Local, Bits<13>>,
@@ -627,6 +630,7 @@ impl Default for TxFrameBuilder {
             icrc: Default::default(),
             out_data: Default::default(),
             out_keep: Default::default(),
+            out_side: Default::default(),
         }
     }
 }
@@ -1324,10 +1328,11 @@ impl Logic for TxFrameBuilder {
         self.out_slice.clock.next = self.clock.val();
         self.out_slice.reset.next = self.reset.val();
         self.out_slice.in_valid.next = self.d4_valid.q.val();
+        self.out_side.next = bit_cast::<16, 8>(self.out_keep.val())
+            | (bit_cast::<16, 1>(self.last4.val().into()) << 8_u64)
+            | (bit_cast::<16, PORT_BITS>(self.o_port.val()) << 9_u64);
         self.out_slice.in_data.next = bit_cast::<OUT_BEAT_BITS, 64>(self.out_data.val())
-            | (bit_cast::<OUT_BEAT_BITS, 8>(self.out_keep.val()) << 64_u64)
-            | (bit_cast::<OUT_BEAT_BITS, 1>(self.last4.val().into()) << 72_u64)
-            | (bit_cast::<OUT_BEAT_BITS, PORT_BITS>(self.o_port.val()) << 73_u64);
+            | (bit_cast::<OUT_BEAT_BITS, 16>(self.out_side.val()) << 64_u64);
         self.out_slice.out_ready.next = self.m_tready.val();
         self.m_tvalid.next = self.out_slice.out_valid.val();
         self.m_tdata.next = self.out_slice.out_data.val().get_bits::<64>(0);

@@ -886,8 +886,20 @@ fn rtl_nic_matches_the_model() {
             }
         }
     }
+    // Hostile table writes: every bit set, reserved ones included. Both NICs keep only the
+    // fields an entry has (the model through `from_words`), so the read-back must agree.
+    for (t, idx) in [(TableId::Connection, 3), (TableId::Region, 4)] {
+        let ones = [u32::MAX; 16];
+        assert_eq!(
+            write_table(&mut rtl, t, idx, &ones),
+            write_table(&mut model, t, idx, &ones),
+            "{t:?} {idx}: status of an all-ones write"
+        );
+    }
     // Table read-back through the window, including the SACK state of every used flow.
     for (t, idx) in [
+        (TableId::Connection, 3),
+        (TableId::Region, 4),
         (TableId::Connection, 0),
         (TableId::Connection, 1),
         (TableId::Connection, 2),
