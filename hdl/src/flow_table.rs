@@ -138,10 +138,9 @@ pub struct FlowTable<const A: usize> {
     ce_count: DFF<Bits<16>>,
     run: DFF<Bits<9>>,
     diff_q: DFF<Bits<24>>,
-    /// The 16 bitmap bits at distances `16g − 1 ..` / `16g − 2 ..` of the distance's group `g`
-    /// (its bits 8..4),
-    /// registered in every cycle (Exec uses what Look loaded), so Exec selects among 16, not
-    /// 256.
+    /// The 16 bitmap bits from `16g − 1` / `16g − 2` up, for the distance's group `g` (its
+    /// bits 8..4), registered in every cycle (Exec uses what Look loaded), so Exec selects
+    /// among 16, not 256.
     at_group: DFF<Bits<16>>,
     below_group: DFF<Bits<16>>,
     /// The window shifted down by the run's whole groups (`16 · group_q`), registered beside
