@@ -1164,8 +1164,8 @@ impl Logic for RxEngine {
         self.rg_below.next = self.rg_below_q.q.val().get_bit(0)
             | (self.rg_below_q.q.val().get_bit(1) & self.rg_below_q.q.val().get_bit(2));
         // x = end − base − length − 1 over 67 bits, from a 3:2 compressor (sum `cs_s`, carries
-        // `cs_maj`, shifted by one); the access runs past the region exactly when x ≥ 0. The low 33 bits give
-        // the carry into the high 34, whose sign is registered for both carries.
+        // `cs_maj` one place up); the access runs past the region exactly when x ≥ 0. The low
+        // 33 bits give the carry into the high 34, whose sign is registered for both carries.
         self.cs_a.next = bit_cast::<67, 65>(self.va_end_q.q.val());
         self.cs_b.next = !bit_cast::<67, 64>(self.rg_q.q.val().get_bits::<64>(32));
         self.cs_c.next = !bit_cast::<67, 64>(self.rg_q.q.val().get_bits::<64>(96));

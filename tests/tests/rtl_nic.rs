@@ -1318,6 +1318,12 @@ fn region_bounds_hold_above_4_gb() {
         );
     }
     let end = region.base + region.length;
+    let naks = |n: &mut ModelNic| {
+        counters(n)
+            .into_iter()
+            .find(|(c, _)| *c == Counter::TxNaks)
+            .map_or(0, |(_, v)| v)
+    };
     let mut fsn = 0xFF_FFF0;
     for (msn, (va, len)) in [
         (region.base, 100u32),
@@ -1337,8 +1343,15 @@ fn region_bounds_hold_above_4_gb() {
         let payload = vec![0xC3u8; len as usize];
         let frame = write_frame(&lay, 1, fsn, msn as u32, region.rkey(index), va, &payload);
         fsn = (fsn + 1) & 0xFF_FFFF;
+        let naks_before = naks(&mut model);
         rtl.receive_frame(0, &frame).unwrap();
         model.receive_frame(0, &frame).unwrap();
+        // The cases reach the bounds check: exactly the Writes that leave the region are NAKed.
+        assert_eq!(
+            naks(&mut model) - naks_before == 1,
+            !region.contains(va, len as u64),
+            "va {va:#x} len {len}: NAKed"
+        );
         assert_eq!(
             drain(&mut rtl),
             drain(&mut model),
