@@ -442,6 +442,11 @@ pub struct TxEngine<const C: usize> {
     conn_ok: DFF<Bit>,
     len_bad: DFF<Bit>,
     port_bad: DFF<Bit>,
+    // The payload length's compares, registered in Decode beside `len_bad` (Check's verdict
+    // decides the job write and the slot counter: two 32-bit compares behind it put nine
+    // levels of logic in front of them).
+    plen_is_cm: DFF<Bit>,
+    plen_zero: DFF<Bit>,
     chk_q: DFF<Bits<17>>,
     fbeats: DFF<Bits<PTR_BITS>>,
     req_addr: DFF<Bits<64>>,
@@ -940,6 +945,8 @@ impl<const C: usize> Default for TxEngine<C> {
             thlen: Default::default(),
             conn_ok: Default::default(),
             len_bad: Default::default(),
+            plen_is_cm: Default::default(),
+            plen_zero: Default::default(),
             port_bad: Default::default(),
             chk_q: Default::default(),
             fbeats: Default::default(),
@@ -1159,6 +1166,8 @@ impl<const C: usize> Logic for TxEngine<C> {
             thlen,
             conn_ok,
             len_bad,
+            plen_is_cm,
+            plen_zero,
             port_bad,
             chk_q,
             fbeats,
@@ -1734,6 +1743,8 @@ impl<const C: usize> Logic for TxEngine<C> {
                     bit_cast::<33, 32>(self.g_conn.val()) < self.k_conn_limit.val();
                 self.len_bad.d.next = (self.g_plen.val() > self.k_max_plen.val())
                     | (self.g_end33.val() > bit_cast::<33, 32>(self.g_msg_len.val()));
+                self.plen_is_cm.d.next = self.g_plen.val() == self.k_cm_len.val();
+                self.plen_zero.d.next = self.g_plen.val() == 0_u64;
                 // The whole byte counts: port 8 or 255 is as bad as any port past the count.
                 self.port_bad.d.next = self.g_port.val() >= self.k_ports.val();
                 self.fstate.d.next = FState::Conn;
@@ -1759,7 +1770,7 @@ impl<const C: usize> Logic for TxEngine<C> {
                     self.jw_refuse.next = true;
                     self.jw_reason.next = self.k_r_bad_port.val();
                 } else if self.is_cm.q.val() {
-                    if self.g_plen.val() != self.k_cm_len.val() {
+                    if !self.plen_is_cm.q.val() {
                         self.jw_en.next = true;
                         self.jw_refuse.next = true;
                         self.jw_reason.next = self.k_r_bad_length.val();
@@ -1775,7 +1786,7 @@ impl<const C: usize> Logic for TxEngine<C> {
                     self.jw_en.next = true;
                     self.jw_refuse.next = true;
                     self.jw_reason.next = self.k_r_bad_length.val();
-                } else if self.g_plen.val() == 0_u64 {
+                } else if self.plen_zero.q.val() {
                     // Nothing to read: a zero-length DMA read has no beat to carry `tlast`.
                     self.jw_en.next = true;
                 } else {
