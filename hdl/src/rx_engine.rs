@@ -648,14 +648,6 @@ pub struct RxEngine {
     min_due: DFF<Bits<64>>,
     min_next: DFF<Bits<64>>,
     armed_count: DFF<Bits<13>>,
-    // An armed timer is due (`now_ns >= min_due`), registered: Idle decides from it, so the
-    // 64-bit compare of the time input is no longer in front of the next state, the verdict
-    // and the frame take (8.1 levels from `now_ns` in the whole core, `synth --depth nic`).
-    // It is a cycle late: a sweep starts a cycle after the time passes the deadline or a flow
-    // is armed earlier, and may start once more right after a sweep (which then finds the
-    // same next deadline). The time holds while the core works, so every sweep still happens
-    // at the time the model's does.
-    timer_fire: DFF<Bit>,
     reset_i: DFF<Bits<5>>,
     ctx_q: DFF<Bits<TAG_BITS>>,
     tc_status_q: DFF<Bits<4>>,
@@ -873,7 +865,6 @@ impl Logic for RxEngine {
             min_due,
             min_next,
             armed_count,
-            timer_fire,
             reset_i,
             ctx_q,
             tc_status_q,
@@ -1522,10 +1513,9 @@ impl Logic for RxEngine {
             | (bit_cast::<160, 32>(self.mf_w4.val()) << 128_u64);
         self.meta_fresh_refused.next = self.meta_fresh.val().get_bits::<16>(0) + 1_u64;
         // Idle takes up the head frame when nothing else has priority.
-        self.timer_fire.d.next =
-            (self.armed_count.q.val() != 0_u64) & (self.now_ns.val() >= self.min_due.q.val());
-        self.take_frame.next =
-            self.pr_valid.val() & !self.tc_valid.val() & !self.timer_fire.q.val();
+        self.take_frame.next = self.pr_valid.val()
+            & !self.tc_valid.val()
+            & !((self.armed_count.q.val() != 0_u64) & (self.now_ns.val() >= self.min_due.q.val()));
         if self.wr_done.val() {
             self.wr_done_q.d.next = true;
             self.wr_error_q.d.next = self.wr_error.val();
@@ -1673,7 +1663,9 @@ impl Logic for RxEngine {
                             );
                     if self.tc_valid.val() {
                         self.state.d.next = St::TblStart;
-                    } else if self.timer_fire.q.val() {
+                    } else if (self.armed_count.q.val() != 0_u64)
+                        & (self.now_ns.val() >= self.min_due.q.val())
+                    {
                         self.scanning.d.next = true;
                         self.state.d.next = St::ScanRead;
                     } else if self.take_frame.val() {
