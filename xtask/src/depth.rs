@@ -97,7 +97,9 @@ struct Endpoint {
 
 /// The depth of every endpoint of `module`.
 fn endpoints(module: &Module) -> Vec<Endpoint> {
-    let cells: Vec<(&String, &Cell)> = module.cells.iter().collect();
+    // In name order: the report lists the same names, in the same order, every run.
+    let mut cells: Vec<(&String, &Cell)> = module.cells.iter().collect();
+    cells.sort_by_key(|(name, _)| *name);
     let bit = |v: &serde_json::Value| v.as_u64();
     // The name of each bit: a visible net name, the shortest (synthesis adds long aliases
     // such as `x_LUT4_D_Z` to a register's own `x$q`), then the first in order.
@@ -137,80 +139,99 @@ fn endpoints(module: &Module) -> Vec<Endpoint> {
             }
         }
     }
-    // Arrival (tenths) and the bit the deepest path starts from, per bit, computed on demand
-    // with an explicit stack (carry chains run thousands of cells deep).
-    let mut arrival: HashMap<u64, (u32, u64)> = HashMap::new();
-    let mut cell_done = vec![false; cells.len()];
-    let mut stack: Vec<usize> = Vec::new();
-    let mut eval = |start: u64, arrival: &mut HashMap<u64, (u32, u64)>| -> (u32, u64) {
-        if let Some(&a) = arrival.get(&start) {
-            return a;
+    // Arrival (tenths) and the bit the deepest path starts from, per bit: the combinational
+    // cells in topological order (Kahn's), so that every cell is evaluated after all of its
+    // drivers whatever order the netlist lists them in. Cells on a combinational loop (none
+    // should be left) never come free; they are evaluated last, in name order, their
+    // unevaluated inputs counting from zero.
+    let is_input =
+        |c: &Cell, port: &str| c.port_directions.get(port).map(String::as_str) == Some("input");
+    // A cell is combinational if some input reaches some output through it.
+    let comb: Vec<bool> = cells
+        .iter()
+        .map(|(_, c)| {
+            c.port_directions.iter().any(|(p, d)| {
+                d == "input"
+                    && c.port_directions
+                        .iter()
+                        .any(|(o, od)| od == "output" && delay(&c.kind, p, o).is_some())
+            })
+        })
+        .collect();
+    let mut waiting = vec![0usize; cells.len()];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); cells.len()];
+    for (i, (_, c)) in cells.iter().enumerate() {
+        if !comb[i] {
+            continue;
         }
-        let Some(&Driver { cell }) = driver.get(&start) else {
-            return (0, start);
-        };
-        stack.push(cell);
-        while let Some(&c) = stack.last() {
-            if cell_done[c] {
-                stack.pop();
+        for (port, bits) in &c.connections {
+            if !is_input(c, port) {
                 continue;
             }
-            let (_, cell_ref) = cells[c];
-            // Every combinational input must be known first.
-            let mut pending = false;
-            for (port, bits) in &cell_ref.connections {
-                if cell_ref.port_directions.get(port).map(String::as_str) != Some("input") {
+            for b in bits.iter().filter_map(bit) {
+                if let Some(d) = driver.get(&b) {
+                    waiting[i] += 1;
+                    users[d.cell].push(i);
+                }
+            }
+        }
+    }
+    let mut ready: Vec<usize> = (0..cells.len())
+        .filter(|&i| comb[i] && waiting[i] == 0)
+        .collect();
+    let mut order = Vec::new();
+    let mut done = vec![false; cells.len()];
+    while let Some(i) = ready.pop() {
+        done[i] = true;
+        order.push(i);
+        for &u in &users[i] {
+            waiting[u] -= 1;
+            if waiting[u] == 0 {
+                ready.push(u);
+            }
+        }
+    }
+    let mut stuck: Vec<usize> = (0..cells.len()).filter(|&i| comb[i] && !done[i]).collect();
+    stuck.sort_by_key(|&i| cells[i].0);
+    order.extend(stuck);
+    let mut arrival: HashMap<u64, (u32, u64)> = HashMap::new();
+    for &i in &order {
+        let c = cells[i].1;
+        for (out, obits) in &c.connections {
+            if c.port_directions.get(out).map(String::as_str) != Some("output") {
+                continue;
+            }
+            let mut best: Option<(u32, u64)> = None;
+            for (port, bits) in &c.connections {
+                let Some(d) = delay(&c.kind, port, out) else {
+                    continue;
+                };
+                if !is_input(c, port) {
                     continue;
                 }
                 for b in bits.iter().filter_map(bit) {
-                    if arrival.contains_key(&b) {
-                        continue;
-                    }
-                    match driver.get(&b) {
-                        Some(d) if !cell_done[d.cell] && !stack.contains(&d.cell) => {
-                            stack.push(d.cell);
-                            pending = true;
+                    let (t, src) = arrival.get(&b).copied().unwrap_or((0, b));
+                    // Ties go to the lower source bit: the same path named every run.
+                    let cand = (t + d, src);
+                    best = Some(match best {
+                        Some(old)
+                            if (old.0, std::cmp::Reverse(old.1))
+                                >= (cand.0, std::cmp::Reverse(cand.1)) =>
+                        {
+                            old
                         }
-                        Some(_) => {}
-                        None => {
-                            arrival.insert(b, (0, b));
-                        }
-                    }
+                        _ => cand,
+                    });
                 }
             }
-            if pending {
-                continue;
-            }
-            stack.pop();
-            cell_done[c] = true;
-            for (out, obits) in &cell_ref.connections {
-                if cell_ref.port_directions.get(out).map(String::as_str) != Some("output") {
-                    continue;
-                }
-                let mut best = (0u32, 0u64);
-                let mut any = false;
-                for (port, bits) in &cell_ref.connections {
-                    let Some(d) = delay(&cell_ref.kind, port, out) else {
-                        continue;
-                    };
-                    if cell_ref.port_directions.get(port).map(String::as_str) != Some("input") {
-                        continue;
-                    }
-                    for b in bits.iter().filter_map(bit) {
-                        // A combinational loop (none should be left) counts from zero.
-                        let (t, src) = arrival.get(&b).copied().unwrap_or((0, b));
-                        if !any || t + d > best.0 {
-                            best = (t + d, src);
-                            any = true;
-                        }
-                    }
-                }
-                for b in obits.iter().filter_map(bit) {
-                    arrival.insert(b, best);
-                }
+            let best = best.unwrap_or((0, 0));
+            for b in obits.iter().filter_map(bit) {
+                arrival.insert(b, best);
             }
         }
-        arrival.get(&start).copied().unwrap_or((0, start))
+    }
+    let eval = |b: u64, arrival: &mut HashMap<u64, (u32, u64)>| -> (u32, u64) {
+        arrival.get(&b).copied().unwrap_or((0, b))
     };
     let mut out = Vec::new();
     for (cname, c) in &cells {
@@ -330,6 +351,34 @@ fn format_report(eps: &[Endpoint], limit: u32) -> String {
             s += &format!("| {label} | {n} |\n");
         }
     }
+    // Where they are: by the block a register belongs to (its name's first two parts, e.g.
+    // `core.engine`), for the whole core's blocks.
+    let mut blocks: HashMap<&str, (usize, u32)> = HashMap::new();
+    for e in eps.iter().filter(|e| e.tenths > limit * 10) {
+        let name = register_of(&e.name).0;
+        // The block ends at the next `.` or `$` (rust-hdl names a block's port registers
+        // `core.engine$pr_vlan`) after the first `.`.
+        let block = match name.find('.') {
+            Some(first) => match name[first + 1..].find(['.', '$']) {
+                Some(i) => &name[..first + 1 + i],
+                None => name,
+            },
+            None => name,
+        };
+        let entry = blocks.entry(block).or_insert((0, 0));
+        entry.0 += 1;
+        entry.1 = entry.1.max(e.tenths);
+    }
+    let mut by_block: Vec<_> = blocks.into_iter().collect();
+    by_block.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(b.0)));
+    if by_block.len() > 1 {
+        s += &format!(
+            "\nEndpoints deeper than {limit} levels by block:\n\n| block | endpoints | deepest |\n|---|---|---|\n"
+        );
+        for (block, (n, tenths)) in &by_block {
+            s += &format!("| {block} | {n} | {:.1} |\n", *tenths as f64 / 10.0);
+        }
+    }
     // The deepest registers: bits of one register and pin counted together.
     let mut regs: HashMap<(&str, &str), (u32, usize, &str)> = HashMap::new();
     for e in eps.iter().filter(|e| e.tenths > limit * 10) {
@@ -419,5 +468,30 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("| r2.q | DI | 3.1 | 1 | r1.q |"), "{text}");
+        // One block only: no table by block.
+        assert!(!text.contains("by block"), "{text}");
+    }
+
+    #[test]
+    fn deep_endpoints_are_counted_by_block() {
+        let ep = |name: &str, tenths| Endpoint {
+            name: name.into(),
+            tenths,
+            source: "core.x.q".into(),
+        };
+        let eps = [
+            ep("core.engine.state.q[1] DI", 81),
+            ep("core.engine.state.q[2] DI", 61),
+            ep("core.parser.crc$q[3] DI", 70),
+            ep("core.parser.crc$q[4] DI", 40),
+            ep("core.engine$pr_vlan DI", 60),
+        ];
+        let text = format_report(&eps, 5);
+        assert!(text.contains("| core.engine | 3 | 8.1 |"), "{text}");
+        assert!(text.contains("| core.parser | 1 | 7.0 |"), "{text}");
+        assert!(
+            text.contains("| core.engine.state.q | DI | 8.1 | 2 | core.x.q |"),
+            "{text}"
+        );
     }
 }
