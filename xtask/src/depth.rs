@@ -15,50 +15,9 @@
 //! level from its LUT inputs and a tenth of a level along the chain (`CIN`); a LUT RAM's read
 //! one level.
 
-use serde::Deserialize;
-use std::collections::{BTreeMap, HashMap};
+use crate::netlist::{self, Cell, Module};
+use std::collections::HashMap;
 use std::path::Path;
-
-#[derive(Deserialize)]
-struct Netlist {
-    modules: HashMap<String, Module>,
-}
-
-#[derive(Deserialize)]
-struct Module {
-    #[serde(default)]
-    attributes: HashMap<String, serde_json::Value>,
-    #[serde(default)]
-    ports: HashMap<String, Port>,
-    #[serde(default)]
-    cells: HashMap<String, Cell>,
-    #[serde(default)]
-    netnames: HashMap<String, NetName>,
-}
-
-#[derive(Deserialize)]
-struct Port {
-    direction: String,
-    bits: Vec<serde_json::Value>,
-}
-
-#[derive(Deserialize)]
-struct Cell {
-    #[serde(rename = "type")]
-    kind: String,
-    // Ordered, so that of two paths of equal depth the same one is named every time.
-    #[serde(default)]
-    port_directions: BTreeMap<String, String>,
-    #[serde(default)]
-    connections: BTreeMap<String, Vec<serde_json::Value>>,
-}
-
-#[derive(Deserialize)]
-struct NetName {
-    #[serde(default)]
-    hide_name: u8,
-    bits: Vec<serde_json::Value>,
-}
 
 /// Tenths of a level from input `port` to output `out` of a combinational cell, or `None` if
 /// the cell is not combinational (its outputs start paths and its inputs end them).
@@ -80,10 +39,19 @@ fn is_clock(port: &str) -> bool {
     matches!(port, "CLK" | "CLKA" | "CLKB" | "WCK")
 }
 
-/// What drives a bit: a combinational cell's output, or nothing (a start of paths).
-#[derive(Clone, Copy)]
-struct Driver {
-    cell: usize,
+/// Whether input `port` of `cell` reaches output `out` through logic.
+fn reaches(cell: &Cell, port: &str, out: &str) -> bool {
+    cell.is_input(port) && cell.is_output(out) && delay(&cell.kind, port, out).is_some()
+}
+
+/// Whether input `port` of `cell` reaches any output through logic.
+fn reaches_out(cell: &Cell, port: &str) -> bool {
+    cell.port_directions.keys().any(|o| reaches(cell, port, o))
+}
+
+/// Whether some input of `cell` reaches output `out` through logic.
+fn reached(cell: &Cell, out: &str) -> bool {
+    cell.port_directions.keys().any(|p| reaches(cell, p, out))
 }
 
 /// One register (or RAM) input's depth.
@@ -122,19 +90,13 @@ fn endpoints(module: &Module) -> Vec<Endpoint> {
         }
     }
     let names: HashMap<u64, String> = names.into_iter().map(|(b, (_, n))| (b, n)).collect();
-    let mut driver: HashMap<u64, Driver> = HashMap::new();
+    // The combinational cell driving each bit (bits no logic drives start paths).
+    let mut driver: HashMap<u64, usize> = HashMap::new();
     for (i, (_, c)) in cells.iter().enumerate() {
-        for (port, bits) in &c.connections {
-            if c.port_directions.get(port).map(String::as_str) != Some("output") {
-                continue;
-            }
-            let combinational = c
-                .port_directions
-                .iter()
-                .any(|(p, d)| d == "input" && delay(&c.kind, p, port).is_some());
-            if combinational {
+        for (out, bits) in &c.connections {
+            if reached(c, out) {
                 for b in bits.iter().filter_map(bit) {
-                    driver.insert(b, Driver { cell: i });
+                    driver.insert(b, i);
                 }
             }
         }
@@ -144,19 +106,9 @@ fn endpoints(module: &Module) -> Vec<Endpoint> {
     // drivers whatever order the netlist lists them in. Cells on a combinational loop (none
     // should be left) never come free; they are evaluated last, in name order, their
     // unevaluated inputs counting from zero.
-    let is_input =
-        |c: &Cell, port: &str| c.port_directions.get(port).map(String::as_str) == Some("input");
-    // A cell is combinational if some input reaches some output through it.
     let comb: Vec<bool> = cells
         .iter()
-        .map(|(_, c)| {
-            c.port_directions.iter().any(|(p, d)| {
-                d == "input"
-                    && c.port_directions
-                        .iter()
-                        .any(|(o, od)| od == "output" && delay(&c.kind, p, o).is_some())
-            })
-        })
+        .map(|(_, c)| c.port_directions.keys().any(|p| reaches_out(c, p)))
         .collect();
     let mut waiting = vec![0usize; cells.len()];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); cells.len()];
@@ -165,13 +117,13 @@ fn endpoints(module: &Module) -> Vec<Endpoint> {
             continue;
         }
         for (port, bits) in &c.connections {
-            if !is_input(c, port) {
+            if !c.is_input(port) {
                 continue;
             }
             for b in bits.iter().filter_map(bit) {
-                if let Some(d) = driver.get(&b) {
+                if let Some(&d) = driver.get(&b) {
                     waiting[i] += 1;
-                    users[d.cell].push(i);
+                    users[d].push(i);
                 }
             }
         }
@@ -191,24 +143,19 @@ fn endpoints(module: &Module) -> Vec<Endpoint> {
             }
         }
     }
-    let mut stuck: Vec<usize> = (0..cells.len()).filter(|&i| comb[i] && !done[i]).collect();
-    stuck.sort_by_key(|&i| cells[i].0);
-    order.extend(stuck);
+    order.extend((0..cells.len()).filter(|&i| comb[i] && !done[i]));
     let mut arrival: HashMap<u64, (u32, u64)> = HashMap::new();
     for &i in &order {
         let c = cells[i].1;
         for (out, obits) in &c.connections {
-            if c.port_directions.get(out).map(String::as_str) != Some("output") {
+            if !c.is_output(out) {
                 continue;
             }
             let mut best: Option<(u32, u64)> = None;
             for (port, bits) in &c.connections {
-                let Some(d) = delay(&c.kind, port, out) else {
+                let Some(d) = delay(&c.kind, port, out).filter(|_| c.is_input(port)) else {
                     continue;
                 };
-                if !is_input(c, port) {
-                    continue;
-                }
                 for b in bits.iter().filter_map(bit) {
                     let (t, src) = arrival.get(&b).copied().unwrap_or((0, b));
                     // Ties go to the lower source bit: the same path named every run.
@@ -230,20 +177,10 @@ fn endpoints(module: &Module) -> Vec<Endpoint> {
             }
         }
     }
-    let eval = |b: u64, arrival: &mut HashMap<u64, (u32, u64)>| -> (u32, u64) {
-        arrival.get(&b).copied().unwrap_or((0, b))
-    };
+    let at = |b: u64| arrival.get(&b).copied().unwrap_or((0, b));
+    let label = |b: u64| names.get(&b).cloned().unwrap_or_else(|| format!("bit {b}"));
     let mut out = Vec::new();
-    for (cname, c) in &cells {
-        let sequential_out = c
-            .port_directions
-            .iter()
-            .filter(|(_, d)| *d == "output")
-            .all(|(p, _)| {
-                !c.port_directions
-                    .iter()
-                    .any(|(q, d)| d == "input" && delay(&c.kind, q, p).is_some())
-            });
+    for (i, (cname, c)) in cells.iter().enumerate() {
         if c.kind == "$scopeinfo" {
             continue;
         }
@@ -256,27 +193,16 @@ fn endpoints(module: &Module) -> Vec<Endpoint> {
             .and_then(|b| names.get(&b).cloned())
             .unwrap_or_else(|| (*cname).clone());
         for (port, bits) in &c.connections {
-            if c.port_directions.get(port).map(String::as_str) != Some("input") || is_clock(port) {
-                continue;
-            }
             // Inputs of combinational cells are not endpoints, except a LUT RAM's write side.
-            let ends_here = sequential_out
-                || !c
-                    .port_directions
-                    .iter()
-                    .any(|(o, d)| d == "output" && delay(&c.kind, port, o).is_some());
-            if !ends_here {
+            if !c.is_input(port) || is_clock(port) || (comb[i] && reaches_out(c, port)) {
                 continue;
             }
             for b in bits.iter().filter_map(bit) {
-                let (tenths, src) = eval(b, &mut arrival);
+                let (tenths, src) = at(b);
                 out.push(Endpoint {
                     name: format!("{own} {port}"),
                     tenths,
-                    source: names
-                        .get(&src)
-                        .cloned()
-                        .unwrap_or_else(|| format!("bit {src}")),
+                    source: label(src),
                 });
             }
         }
@@ -284,14 +210,11 @@ fn endpoints(module: &Module) -> Vec<Endpoint> {
     // The top module's outputs end paths too.
     for p in module.ports.values().filter(|p| p.direction == "output") {
         for b in p.bits.iter().filter_map(bit) {
-            let (tenths, src) = eval(b, &mut arrival);
+            let (tenths, src) = at(b);
             out.push(Endpoint {
-                name: names.get(&b).cloned().unwrap_or_else(|| format!("bit {b}")),
+                name: label(b),
                 tenths,
-                source: names
-                    .get(&src)
-                    .cloned()
-                    .unwrap_or_else(|| format!("bit {src}")),
+                source: label(src),
             });
         }
     }
@@ -312,9 +235,7 @@ fn register_of(endpoint: &str) -> (&str, &str) {
 /// histogram of the endpoints by levels, how many are deeper than `limit` levels, and the
 /// deepest registers with where their deepest path starts.
 pub fn report(path: &Path, limit: u32) -> Result<String, String> {
-    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let netlist: Netlist =
-        serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let netlist = netlist::read(path)?;
     let module = netlist
         .modules
         .values()
@@ -451,7 +372,7 @@ mod tests {
 
     #[test]
     fn levels_count_luts_and_carries_from_register_outputs() {
-        let netlist: Netlist = serde_json::from_str(NETLIST).unwrap();
+        let netlist: netlist::Netlist = serde_json::from_str(NETLIST).unwrap();
         let eps = endpoints(&netlist.modules["top"]);
         let depth = |name: &str| eps.iter().find(|e| e.name == name).map(|e| e.tenths);
         // r1 is fed straight from the input pin.

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod depth;
+mod netlist;
 mod wires;
 
 const USAGE: &str = "\

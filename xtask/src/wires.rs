@@ -7,35 +7,9 @@
 //! estimate of the wire a net needs) by the block its name belongs to, and lists the nets whose
 //! span times fanout is largest (wide-register enables reaching across the die).
 
-use serde::Deserialize;
+use crate::netlist::{self, Cell};
 use std::collections::HashMap;
 use std::path::Path;
-
-#[derive(Deserialize)]
-struct Netlist {
-    modules: HashMap<String, Module>,
-}
-
-#[derive(Deserialize)]
-struct Module {
-    #[serde(default)]
-    cells: HashMap<String, Cell>,
-    #[serde(default)]
-    netnames: HashMap<String, NetName>,
-}
-
-#[derive(Deserialize)]
-struct Cell {
-    #[serde(default)]
-    attributes: HashMap<String, serde_json::Value>,
-    #[serde(default)]
-    connections: HashMap<String, Vec<serde_json::Value>>,
-}
-
-#[derive(Deserialize)]
-struct NetName {
-    bits: Vec<serde_json::Value>,
-}
 
 /// One net's placed extent.
 struct Net {
@@ -54,10 +28,7 @@ fn tile(cell: &Cell) -> Option<(u32, u32)> {
 }
 
 fn placed_nets(path: &Path) -> Result<Vec<Net>, String> {
-    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let netlist: Netlist =
-        serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let module = netlist
+    let module = netlist::read(path)?
         .modules
         .into_values()
         .max_by_key(|m| m.cells.len())
