@@ -33,6 +33,7 @@ pub mod consts;
 pub mod crc;
 pub mod event_writer;
 pub mod flow_table;
+pub mod front_fifo;
 pub mod nic;
 pub mod ram;
 pub mod regs;

@@ -22,6 +22,7 @@
 
 use crate::constants;
 use crate::event_writer::EventWriter;
+use crate::front_fifo::FrontFifo;
 use crate::regs::RegisterBlock;
 use crate::rx_engine::{CONN_BITS, PORT_BITS, RxEngine};
 use crate::rx_parse::RxParser;
@@ -206,15 +207,16 @@ pub struct NicCore {
     // its own. So the packet buffer stops taking beats 2 short of full (`BUF_MARGIN`, its
     // `BLOCK_SIZE`). The parser writes a frame's result into `results` and `cuts` 4 cycles after
     // the frame's last beat, so with one-beat frames back to back 4 more results are on their
-    // way: those queues stop 6 short of full (16 deep, so 10 results may wait for the engine).
-    // Less room loses a result, and the payload extractor then waits forever for its frame
+    // way: those queues stop 6 short of full (16 deep behind a front register, so 11 results
+    // may wait for the engine). Their front entries wait in registers (`FrontFifo`), so that
+    // the consumer's pop is only a load enable, not the address of a RAM read. Less room loses a result, and the payload extractor then waits forever for its frame
     // (`a_flood_of_short_frames_loses_none` in `tests/tests/rtl_nic.rs`).
     buffer: SynchronousFIFO<Bits<65>, BUF_LOG, BUF_LOG_1, BUF_MARGIN>,
-    results: SynchronousFIFO<Bits<RES_BITS>, 4, 5, 6>,
+    results: FrontFifo<RES_BITS, 4, 5, 6>,
     // Each frame's header length and payload length, written with its parse result: the
     // payload extractor's own copy, so it moves on to the next frame without waiting for the
     // engine to take it up (the engine only decides place or discard).
-    cuts: SynchronousFIFO<Bits<32>, 4, 5, 6>,
+    cuts: FrontFifo<32, 4, 5, 6>,
     // The engine's place/discard decisions, in frame order, until the extractor reaches the
     // frame: the engine does not wait for the extractor to finish the frames before.
     decisions: SynchronousFIFO<Bits<2>, 3, 4, 1>,
