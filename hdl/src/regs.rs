@@ -229,6 +229,17 @@ pub struct RegisterBlock {
     rdata: DFF<Bits<32>>,
     rd_wait: DFF<Bit>,
     rd_high: DFF<Bit>,
+    // An AXI4-Lite read is taken in one cycle and answered from the next: its address waits
+    // here, so that the read-data select runs from a flip-flop, not from the bus's address
+    // through the address compares (8 to 9 levels of logic in the whole core before).
+    ra_q: DFF<Bits<16>>,
+    rd_pend: DFF<Bit>,
+    // The read data's four group selects, and that they hold an answer.
+    rdg0: DFF<Bits<32>>,
+    rdg1: DFF<Bits<32>>,
+    rdg2: DFF<Bits<32>>,
+    rdg3: DFF<Bits<32>>,
+    rd_pend2: DFF<Bit>,
     clear_pending: DFF<Bit>,
     clear_index: DFF<Bits<6>>,
     // Counter pipeline: the operation whose RAM word arrives this cycle...
@@ -248,10 +259,19 @@ pub struct RegisterBlock {
 
     do_write: Signal<Local, Bit>,
     do_read: Signal<Local, Bit>,
-    rd: Signal<Local, Bits<32>>,
+    rd_g0: Signal<Local, Bits<32>>,
+    rd_g1: Signal<Local, Bits<32>>,
+    rd_g2: Signal<Local, Bits<32>>,
+    rd_g3: Signal<Local, Bits<32>>,
     rd_counter: Signal<Local, Bit>,
     c_base: Signal<Local, Bits<64>>,
     c_new: Signal<Local, Bits<64>>,
+    // The counter's add as a carry-select: the low half with its carry, and the high half
+    // both as it is and plus one, so the two carry chains run side by side.
+    c_lo: Signal<Local, Bits<33>>,
+    c_hi: Signal<Local, Bits<32>>,
+    c_hi1: Signal<Local, Bits<32>>,
+    c_hsel: Signal<Local, Bits<32>>,
     wa: Signal<Local, Bits<16>>,
     wd: Signal<Local, Bits<32>>,
     ra: Signal<Local, Bits<16>>,
@@ -289,6 +309,13 @@ impl Logic for RegisterBlock {
             rdata,
             rd_wait,
             rd_high,
+            ra_q,
+            rd_pend,
+            rdg0,
+            rdg1,
+            rdg2,
+            rdg3,
+            rd_pend2,
             clear_pending,
             clear_index,
             p_valid,
@@ -468,125 +495,152 @@ impl Logic for RegisterBlock {
             }
         }
 
-        self.ra.next = self.s_araddr.val();
+        self.ra.next = self.ra_q.q.val();
         self.ra_rel.next = self.ra.val() - self.k.a_counters.val();
-        self.do_read.next = self.s_arvalid.val()
+        // Take a read (its address into `ra_q`); `do_read` answers it in the next cycle.
+        self.rd_pend.d.next = false;
+        if self.s_arvalid.val()
             & !self.rvalid.q.val()
             & !self.rd_wait.q.val()
-            & !self.tc_pending.q.val();
+            & !self.tc_pending.q.val()
+            & !self.rd_pend.q.val()
+            & !self.rd_pend2.q.val()
+        {
+            self.s_arready.next = true;
+            self.ra_q.d.next = self.s_araddr.val();
+            self.rd_pend.d.next = true;
+        }
+        self.do_read.next = self.rd_pend.q.val();
         self.rd_counter.next = (self.ra.val() >= self.k.a_counters.val())
             & (self.ra.val() < self.k.a_counters_end.val());
-        self.rd.next = 0.into();
-        // The read data's decode only in a cycle that takes a read: the same register loads,
+        self.rd_g0.next = 0.into();
+        self.rd_g1.next = 0.into();
+        self.rd_g2.next = 0.into();
+        self.rd_g3.next = 0.into();
+        // The read data's decode only in a cycle that answers a read: the same registers load,
         // but a simulator no longer compares the address with every register in every cycle.
+        // The addresses differ, so at most one hit: the words are ORed, not selected in a
+        // priority chain (one select over every register was 8 levels of logic deep even from
+        // `ra_q`), in four groups registered and ORed in the next cycle.
         if self.do_read.val() {
             if self.ra.val() == self.k.a_id.val() {
-                self.rd.next = self.k.v_id.val();
+                self.rd_g0.next = self.rd_g0.val() | self.k.v_id.val();
             }
             if self.ra.val() == self.k.a_version.val() {
-                self.rd.next = self.k.v_version.val();
+                self.rd_g0.next = self.rd_g0.val() | self.k.v_version.val();
             }
             if self.ra.val() == self.k.a_control.val() {
-                self.rd.next = self.control.q.val();
+                self.rd_g0.next = self.rd_g0.val() | self.control.q.val();
             }
             if self.ra.val() == self.k.a_udp_port.val() {
-                self.rd.next = bit_cast::<32, 16>(self.udp.q.val());
+                self.rd_g0.next = self.rd_g0.val() | bit_cast::<32, 16>(self.udp.q.val());
             }
             if self.ra.val() == self.k.a_ack_coalesce.val() {
-                self.rd.next = self.coalesce.q.val();
+                self.rd_g0.next = self.rd_g0.val() | self.coalesce.q.val();
             }
             if self.ra.val() == self.k.a_ack_delay.val() {
-                self.rd.next = self.delay.q.val();
+                self.rd_g0.next = self.rd_g0.val() | self.delay.q.val();
             }
             if self.ra.val() == self.k.a_mac_lo.val() {
-                self.rd.next = self.mac_q.q.val().get_bits::<32>(0);
+                self.rd_g0.next = self.rd_g0.val() | self.mac_q.q.val().get_bits::<32>(0);
             }
             if self.ra.val() == self.k.a_mac_hi.val() {
-                self.rd.next = bit_cast::<32, 16>(self.mac_q.q.val().get_bits::<16>(32));
+                self.rd_g0.next =
+                    self.rd_g0.val() | bit_cast::<32, 16>(self.mac_q.q.val().get_bits::<16>(32));
             }
             if self.ra.val() == self.k.a_ts_lo.val() {
-                self.rd.next = self.now_ns.val().get_bits::<32>(0);
+                self.rd_g0.next = self.rd_g0.val() | self.now_ns.val().get_bits::<32>(0);
             }
             if self.ra.val() == self.k.a_ts_hi.val() {
-                self.rd.next = self.now_ns.val().get_bits::<32>(32);
+                self.rd_g0.next = self.rd_g0.val() | self.now_ns.val().get_bits::<32>(32);
             }
             if self.ra.val() == self.k.a_cap_conns.val() {
-                self.rd.next = self.k.v_cap_conns.val();
+                self.rd_g1.next = self.rd_g1.val() | self.k.v_cap_conns.val();
             }
             if self.ra.val() == self.k.a_cap_flows.val() {
-                self.rd.next = self.k.v_cap_flows.val();
+                self.rd_g1.next = self.rd_g1.val() | self.k.v_cap_flows.val();
             }
             if self.ra.val() == self.k.a_cap_regions.val() {
-                self.rd.next = self.k.v_cap_regions.val();
+                self.rd_g1.next = self.rd_g1.val() | self.k.v_cap_regions.val();
             }
             if self.ra.val() == self.k.a_cap_tags.val() {
-                self.rd.next = self.k.v_cap_tags.val();
+                self.rd_g1.next = self.rd_g1.val() | self.k.v_cap_tags.val();
             }
             if self.ra.val() == self.k.a_cap_slots.val() {
-                self.rd.next = self.k.v_cap_slots.val();
+                self.rd_g1.next = self.rd_g1.val() | self.k.v_cap_slots.val();
             }
             if self.ra.val() == self.k.a_cap_recv.val() {
-                self.rd.next = self.k.v_cap_recv.val();
+                self.rd_g1.next = self.rd_g1.val() | self.k.v_cap_recv.val();
             }
             if self.ra.val() == self.k.a_cap_ports.val() {
-                self.rd.next = self.k.v_cap_ports.val();
+                self.rd_g1.next = self.rd_g1.val() | self.k.v_cap_ports.val();
             }
             if self.ra.val() == self.k.a_port_link.val() {
-                self.rd.next = bit_cast::<32, 8>(self.link_up.val() & self.k.v_port_mask.val());
+                self.rd_g1.next = self.rd_g1.val()
+                    | bit_cast::<32, 8>(self.link_up.val() & self.k.v_port_mask.val());
             }
             if self.ra.val() == self.k.a_txq_base_lo.val() {
-                self.rd.next = self.txq_base_q.q.val().get_bits::<32>(0);
+                self.rd_g1.next = self.rd_g1.val() | self.txq_base_q.q.val().get_bits::<32>(0);
             }
             if self.ra.val() == self.k.a_txq_base_hi.val() {
-                self.rd.next = self.txq_base_q.q.val().get_bits::<32>(32);
+                self.rd_g1.next = self.rd_g1.val() | self.txq_base_q.q.val().get_bits::<32>(32);
             }
             if self.ra.val() == self.k.a_txq_log.val() {
-                self.rd.next = bit_cast::<32, 5>(self.txq_log_q.q.val());
+                self.rd_g2.next = self.rd_g2.val() | bit_cast::<32, 5>(self.txq_log_q.q.val());
             }
             if self.ra.val() == self.k.a_txq_head.val() {
-                self.rd.next = self.txq_head.val();
+                self.rd_g2.next = self.rd_g2.val() | self.txq_head.val();
             }
             if self.ra.val() == self.k.a_txq_tail.val() {
-                self.rd.next = self.txq_tail_q.q.val();
+                self.rd_g2.next = self.rd_g2.val() | self.txq_tail_q.q.val();
             }
             if self.ra.val() == self.k.a_evq_base_lo.val() {
-                self.rd.next = self.evq_base_q.q.val().get_bits::<32>(0);
+                self.rd_g2.next = self.rd_g2.val() | self.evq_base_q.q.val().get_bits::<32>(0);
             }
             if self.ra.val() == self.k.a_evq_base_hi.val() {
-                self.rd.next = self.evq_base_q.q.val().get_bits::<32>(32);
+                self.rd_g2.next = self.rd_g2.val() | self.evq_base_q.q.val().get_bits::<32>(32);
             }
             if self.ra.val() == self.k.a_evq_log.val() {
-                self.rd.next = bit_cast::<32, 5>(self.evq_log_q.q.val());
+                self.rd_g2.next = self.rd_g2.val() | bit_cast::<32, 5>(self.evq_log_q.q.val());
             }
             if self.ra.val() == self.k.a_evq_head.val() {
-                self.rd.next = self.evq_head_q.q.val();
+                self.rd_g2.next = self.rd_g2.val() | self.evq_head_q.q.val();
             }
             if self.ra.val() == self.k.a_evq_tail.val() {
-                self.rd.next = self.evq_tail.val();
+                self.rd_g2.next = self.rd_g2.val() | self.evq_tail.val();
             }
             if self.ra.val() == self.k.a_table_index.val() {
-                self.rd.next = self.table_index.q.val();
+                self.rd_g2.next = self.rd_g2.val() | self.table_index.q.val();
             }
             if self.ra.val() == self.k.a_table_status.val() {
-                self.rd.next = bit_cast::<32, 4>(self.table_status.q.val());
+                self.rd_g2.next = self.rd_g2.val() | bit_cast::<32, 4>(self.table_status.q.val());
             }
             for i in 0_usize..16 {
                 if self.ra.val() == self.k.a_table_data.val() + (4 * i).to_bits::<16>() {
-                    self.rd.next = self.table_data.q.val().get_bits::<32>(32 * i);
+                    self.rd_g3.next =
+                        self.rd_g3.val() | self.table_data.q.val().get_bits::<32>(32 * i);
                 }
             }
         }
         if self.do_read.val() {
-            self.s_arready.next = true;
             if self.rd_counter.val() {
                 // The counter RAM answers in the counter unit below.
                 self.rd_wait.d.next = true;
                 self.rd_high.d.next = self.ra.val().get_bit(2);
                 self.c_index.d.next = self.ra_rel.val().get_bits::<6>(3);
             } else {
-                self.rdata.d.next = self.rd.val();
-                self.rvalid.d.next = true;
+                self.rdg0.d.next = self.rd_g0.val();
+                self.rdg1.d.next = self.rd_g1.val();
+                self.rdg2.d.next = self.rd_g2.val();
+                self.rdg3.d.next = self.rd_g3.val();
+                self.rd_pend2.d.next = true;
             }
+        }
+        if self.rd_pend2.q.val() {
+            self.rd_pend2.d.next = false;
+            self.rdata.d.next =
+                self.rdg0.q.val() | self.rdg1.q.val() | self.rdg2.q.val() | self.rdg3.q.val();
+            self.rvalid.d.next = true;
         }
 
         // ---- Counter pipeline. Second stage: the word of the operation issued last cycle.
@@ -596,7 +650,16 @@ impl Logic for RegisterBlock {
         if self.fw_valid.q.val() & (self.fw_index.q.val() == self.p_index.q.val()) {
             self.c_base.next = self.fw_value.q.val();
         }
-        self.c_new.next = self.c_base.val() + bit_cast::<64, 16>(self.p_amount.q.val());
+        self.c_lo.next = bit_cast::<33, 32>(self.c_base.val().get_bits::<32>(0))
+            + bit_cast::<33, 16>(self.p_amount.q.val());
+        self.c_hi.next = self.c_base.val().get_bits::<32>(32);
+        self.c_hi1.next = self.c_hi.val() + 1_u64;
+        self.c_hsel.next = self.c_hi.val();
+        if self.c_lo.val().get_bit(32) {
+            self.c_hsel.next = self.c_hi1.val();
+        }
+        self.c_new.next = bit_cast::<64, 32>(self.c_lo.val().get_bits::<32>(0))
+            | (bit_cast::<64, 32>(self.c_hsel.val()) << 32_u64);
         if self.p_clear.q.val() {
             self.c_new.next = 0.into();
         }
@@ -654,6 +717,8 @@ impl Logic for RegisterBlock {
         }
 
         if self.reset.val() {
+            self.rd_pend.d.next = false;
+            self.rd_pend2.d.next = false;
             self.control.d.next = self.k.v_control.val();
             self.udp.d.next = self.k.v_udp_port.val();
             self.coalesce.d.next = self.k.v_ack_coalesce.val();
