@@ -10,7 +10,6 @@
 //! [`ConnTable::sweep`].
 
 use super::{CmState, ConnSlot, RxProgress};
-use std::collections::BTreeSet;
 use std::ops::Deref;
 
 /// What the table's questions need from one slot, as of its last change.
@@ -105,12 +104,12 @@ pub(super) struct ConnTable {
     stale: Marks,
     /// Slots changed since the last [`ConnTable::sweep`].
     touched: Marks,
-    /// `(timer, slot)` of every slot with a timer.
-    timers: BTreeSet<(u64, u32)>,
-    /// `(transmit_at, slot)` of every slot that may transmit.
-    transmits: BTreeSet<(u64, u32)>,
-    /// `(cm_next, slot)` of every slot in a CM wait.
-    cm_waits: BTreeSet<(u64, u32)>,
+    /// The timer of every slot.
+    timers: SlotTimes,
+    /// When every slot may transmit.
+    transmits: SlotTimes,
+    /// When every slot's CM wait times out.
+    cm_waits: SlotTimes,
     /// Sum of the summaries' bytes in flight.
     inflight: u64,
     /// Slots whose summary is active.
@@ -139,9 +138,9 @@ impl ConnTable {
             summaries: vec![Summary::default(); n],
             stale: Marks::new(n),
             touched: Marks::new(n),
-            timers: BTreeSet::new(),
-            transmits: BTreeSet::new(),
-            cm_waits: BTreeSet::new(),
+            timers: SlotTimes::new(n),
+            transmits: SlotTimes::new(n),
+            cm_waits: SlotTimes::new(n),
             inflight: 0,
             active: 0,
             established: 0,
@@ -232,32 +231,21 @@ impl ConnTable {
         self.active = self.active - usize::from(old.active()) + usize::from(new.active());
         self.established =
             self.established - usize::from(old.established) + usize::from(new.established);
-        for (set, o, n) in [
-            (&mut self.timers, old.timer, new.timer),
-            (&mut self.transmits, old.transmit_at, new.transmit_at),
-            (&mut self.cm_waits, old.cm_next, new.cm_next),
-        ] {
-            if o != n {
-                if let Some(t) = o {
-                    set.remove(&(t, i));
-                }
-                if let Some(t) = n {
-                    set.insert((t, i));
-                }
-            }
-        }
+        self.timers.set(i as usize, new.timer);
+        self.transmits.set(i as usize, new.transmit_at);
+        self.cm_waits.set(i as usize, new.cm_next);
     }
 
     /// The slots whose timer is due at `now`, ascending, into `out`.
     pub(super) fn due_timers(&mut self, now: u64, out: &mut Vec<usize>) {
         self.refresh();
-        due(&self.timers, now, out);
+        self.timers.due(now, out);
     }
 
     /// The slots that may transmit at `now` by their own pacing, ascending, into `out`.
     pub(super) fn due_transmits(&mut self, now: u64, out: &mut Vec<usize>) {
         self.refresh();
-        due(&self.transmits, now, out);
+        self.transmits.due(now, out);
     }
 
     /// Bytes in flight over every connection, and how many connections have bytes in flight
@@ -270,19 +258,19 @@ impl ConnTable {
     /// The earliest core timer of any connection.
     pub(super) fn next_timer(&mut self) -> Option<u64> {
         self.refresh();
-        self.timers.first().map(|&(t, _)| t)
+        self.timers.first()
     }
 
     /// The earliest time any connection may transmit by its own pacing.
     pub(super) fn next_transmit(&mut self) -> Option<u64> {
         self.refresh();
-        self.transmits.first().map(|&(t, _)| t)
+        self.transmits.first()
     }
 
     /// The earliest CM wait to time out.
     pub(super) fn next_cm_wait(&mut self) -> Option<u64> {
         self.refresh();
-        self.cm_waits.first().map(|&(t, _)| t)
+        self.cm_waits.first()
     }
 
     /// The established connections, ascending, with their flow-table entries (slot, first,
@@ -324,9 +312,117 @@ impl ConnTable {
     }
 }
 
-/// The slots of `set` due at `now`, ascending, into `out`.
-fn due(set: &BTreeSet<(u64, u32)>, now: u64, out: &mut Vec<usize>) {
-    out.clear();
-    out.extend(set.range(..=(now, u32::MAX)).map(|&(_, i)| i as usize));
-    out.sort_unstable();
+/// A time (or none) per slot, with the earliest kept: what the table asks of its timers,
+/// transmit times and CM waits. A host has tens to a few hundred connections, so a flat
+/// array (a change is a store; a question about due slots, a scan, skipped while nothing is
+/// due) costs less than the sorted set it replaces, which took a removal and an insertion
+/// per change.
+#[derive(Debug)]
+struct SlotTimes {
+    at: Vec<Option<u64>>,
+    /// The earliest time, when `earliest_known`.
+    earliest: Option<u64>,
+    earliest_known: bool,
+}
+
+impl SlotTimes {
+    fn new(n: usize) -> Self {
+        SlotTimes {
+            at: vec![None; n],
+            earliest: None,
+            earliest_known: true,
+        }
+    }
+
+    /// Sets slot `i`'s time.
+    fn set(&mut self, i: usize, t: Option<u64>) {
+        let old = std::mem::replace(&mut self.at[i], t);
+        if old == t || !self.earliest_known {
+            return;
+        }
+        match (t, self.earliest) {
+            // Earlier than every other: the new earliest.
+            (Some(t), None) => self.earliest = Some(t),
+            (Some(t), Some(e)) if t < e => self.earliest = Some(t),
+            // The earliest moved later or went: another slot may hold it, or a later time.
+            _ if old == self.earliest => self.earliest_known = false,
+            _ => {}
+        }
+    }
+
+    /// The earliest time of any slot.
+    fn first(&mut self) -> Option<u64> {
+        if !self.earliest_known {
+            self.earliest = self.at.iter().flatten().copied().min();
+            self.earliest_known = true;
+        }
+        self.earliest
+    }
+
+    /// The slots due at `now` (time at or before it), ascending, into `out`.
+    fn due(&mut self, now: u64, out: &mut Vec<usize>) {
+        out.clear();
+        if self.first().is_none_or(|e| e > now) {
+            return;
+        }
+        let due = self.at.iter().enumerate();
+        out.extend(
+            due.filter(|(_, t)| t.is_some_and(|t| t <= now))
+                .map(|(i, _)| i),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SlotTimes;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn slot_times_answer_as_a_sorted_set_does() {
+        // The sorted set of (time, slot) it replaced, as the reference.
+        let n = 12;
+        let mut times = SlotTimes::new(n);
+        let mut set: BTreeSet<(u64, usize)> = BTreeSet::new();
+        let mut at = vec![None; n];
+        let mut s = 0x2545_f491_4f6c_dd1d_u64;
+        let (mut due_lists, mut earliest_gone) = (0, 0);
+        for _ in 0..50_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let i = (s % n as u64) as usize;
+            // Few distinct times, so that slots share the earliest often.
+            let t = (s >> 8) % 24;
+            let new = if (s >> 20).is_multiple_of(4) { None } else { Some(t) };
+            let before = set.first().map(|&(t, _)| t);
+            if let Some(old) = at[i] {
+                set.remove(&(old, i));
+            }
+            if let Some(t) = new {
+                set.insert((t, i));
+            }
+            at[i] = new;
+            times.set(i, new);
+            if (s >> 30).is_multiple_of(3) {
+                assert_eq!(times.first(), set.first().map(|&(t, _)| t));
+            }
+            if (s >> 32).is_multiple_of(5) {
+                let now = (s >> 40) % 24;
+                let mut want: Vec<usize> =
+                    set.range(..=(now, usize::MAX)).map(|&(_, i)| i).collect();
+                want.sort_unstable();
+                let mut got = Vec::new();
+                times.due(now, &mut got);
+                assert_eq!(got, want, "due at {now}");
+                due_lists += usize::from(!want.is_empty());
+            }
+            earliest_gone += usize::from(before != set.first().map(|&(t, _)| t));
+        }
+        assert!(due_lists > 1_000, "{due_lists} non-empty due lists");
+        assert!(
+            earliest_gone > 1_000,
+            "the earliest changed {earliest_gone} times"
+        );
+    }
 }
