@@ -780,11 +780,25 @@ pub struct RxEngine {
     mf_w4: Signal<Local, Bits<32>>,
     meta_fresh_refused: Signal<Local, Bits<16>>,
     take_frame: Signal<Local, Bit>,
+    // An armed ACK timer is due (`now_ns >= min_due`), the 64-bit compare as a tree: the
+    // halves compared side by side (two 32-bit carry chains) and combined, instead of one
+    // 64-bit chain in front of Idle's decision (the whole core's deepest path, 8.1 levels).
+    timer_hit: Signal<Local, Bit>,
+    t_hi_gt: Signal<Local, Bit>,
+    t_hi_eq: Signal<Local, Bit>,
+    t_lo_ge: Signal<Local, Bit>,
     /// Timer scan, from the registered metadata: the flow's ACK deadline, whether it is armed
     /// and due, whether it is armed and earlier than the earliest seen, and that earliest.
     scan_deadline: Signal<Local, Bits<64>>,
     scan_due: Signal<Local, Bit>,
     scan_earlier: Signal<Local, Bit>,
+    // The scan's two 64-bit compares as trees of half compares, as `timer_hit` is.
+    sd_hi_lt: Signal<Local, Bit>,
+    sd_hi_eq: Signal<Local, Bit>,
+    sd_lo_le: Signal<Local, Bit>,
+    se_hi_lt: Signal<Local, Bit>,
+    se_hi_eq: Signal<Local, Bit>,
+    se_lo_lt: Signal<Local, Bit>,
     scan_min: Signal<Local, Bits<64>>,
     ack_ece: Signal<Local, Bit>,
 }
@@ -1437,12 +1451,20 @@ impl Logic for RxEngine {
                     | (bit_cast::<RECV_RAM_BITS, 128>(self.tw.val().get_bits::<128>(32)) << 1_u64);
         }
 
+        self.t_hi_gt.next =
+            self.now_ns.val().get_bits::<32>(32) > self.min_due.q.val().get_bits::<32>(32);
+        self.t_hi_eq.next =
+            self.now_ns.val().get_bits::<32>(32) == self.min_due.q.val().get_bits::<32>(32);
+        self.t_lo_ge.next =
+            self.now_ns.val().get_bits::<32>(0) >= self.min_due.q.val().get_bits::<32>(0);
+        self.timer_hit.next = (self.armed_count.q.val() != 0_u64)
+            & (self.t_hi_gt.val() | (self.t_hi_eq.val() & self.t_lo_ge.val()));
         self.timer_armed.next = self.armed_count.q.val() != 0_u64;
         self.timer_due.next = self.min_due.q.val();
         self.busy.next = (self.state.q.val() != St::Idle)
             | self.pr_valid.val()
             | self.tc_valid.val()
-            | ((self.armed_count.q.val() != 0_u64) & (self.now_ns.val() >= self.min_due.q.val()));
+            | self.timer_hit.val();
 
         // The first step left after the NAK (skipping steps this packet does not take).
         self.after_nak.next = St::MetaWb;
@@ -1513,9 +1535,7 @@ impl Logic for RxEngine {
             | (bit_cast::<160, 32>(self.mf_w4.val()) << 128_u64);
         self.meta_fresh_refused.next = self.meta_fresh.val().get_bits::<16>(0) + 1_u64;
         // Idle takes up the head frame when nothing else has priority.
-        self.take_frame.next = self.pr_valid.val()
-            & !self.tc_valid.val()
-            & !((self.armed_count.q.val() != 0_u64) & (self.now_ns.val() >= self.min_due.q.val()));
+        self.take_frame.next = self.pr_valid.val() & !self.tc_valid.val() & !self.timer_hit.val();
         if self.wr_done.val() {
             self.wr_done_q.d.next = true;
             self.wr_error_q.d.next = self.wr_error.val();
@@ -1552,10 +1572,22 @@ impl Logic for RxEngine {
         // an Accept, so the timer-start overlay is never on there, and its select stays off
         // the scan's compares.
         self.scan_deadline.next = self.meta_hi.q.val().get_bits::<64>(64);
-        self.scan_due.next =
-            self.meta_hi.q.val().get_bit(128) & (self.scan_deadline.val() <= self.now_ns.val());
-        self.scan_earlier.next =
-            self.meta_hi.q.val().get_bit(128) & (self.scan_deadline.val() < self.min_next.q.val());
+        self.sd_hi_lt.next =
+            self.scan_deadline.val().get_bits::<32>(32) < self.now_ns.val().get_bits::<32>(32);
+        self.sd_hi_eq.next =
+            self.scan_deadline.val().get_bits::<32>(32) == self.now_ns.val().get_bits::<32>(32);
+        self.sd_lo_le.next =
+            self.scan_deadline.val().get_bits::<32>(0) <= self.now_ns.val().get_bits::<32>(0);
+        self.scan_due.next = self.meta_hi.q.val().get_bit(128)
+            & (self.sd_hi_lt.val() | (self.sd_hi_eq.val() & self.sd_lo_le.val()));
+        self.se_hi_lt.next =
+            self.scan_deadline.val().get_bits::<32>(32) < self.min_next.q.val().get_bits::<32>(32);
+        self.se_hi_eq.next =
+            self.scan_deadline.val().get_bits::<32>(32) == self.min_next.q.val().get_bits::<32>(32);
+        self.se_lo_lt.next =
+            self.scan_deadline.val().get_bits::<32>(0) < self.min_next.q.val().get_bits::<32>(0);
+        self.scan_earlier.next = self.meta_hi.q.val().get_bit(128)
+            & (self.se_hi_lt.val() | (self.se_hi_eq.val() & self.se_lo_lt.val()));
         self.scan_min.next = self.min_next.q.val();
         if self.scan_earlier.val() {
             self.scan_min.next = self.scan_deadline.val();
@@ -1663,9 +1695,7 @@ impl Logic for RxEngine {
                             );
                     if self.tc_valid.val() {
                         self.state.d.next = St::TblStart;
-                    } else if (self.armed_count.q.val() != 0_u64)
-                        & (self.now_ns.val() >= self.min_due.q.val())
-                    {
+                    } else if self.timer_hit.val() {
                         self.scanning.d.next = true;
                         self.state.d.next = St::ScanRead;
                     } else if self.take_frame.val() {

@@ -1195,6 +1195,60 @@ fn timer_acks_leave_exactly_at_their_deadlines() {
     assert_eq!(counters(&mut rtl), counters(&mut model), "counters");
 }
 
+/// The ACK timer's due compare runs on the clock's halves (`now_ns >= min_due` as a high-half
+/// compare and a low-half one): a timer armed just below 2^32 ns must fire when the clock has
+/// passed it in the high half only, and not before its deadline when the deadline lies past
+/// the boundary, in the RTL as in the model.
+#[test]
+fn timer_acks_across_the_clocks_32_bit_boundary() {
+    trait SimNic: Nic + SimPort {}
+    impl<T: Nic + SimPort> SimNic for T {}
+    let Some((mut rtl, mut model, lay)) = programmed_pair() else {
+        return;
+    };
+    let mut both = |what: &str, step: &mut dyn FnMut(&mut dyn SimNic)| {
+        step(&mut rtl);
+        step(&mut model);
+        let (a, b) = (drain(&mut rtl), drain(&mut model));
+        assert_eq!(a, b, "{what}: frames");
+        assert_eq!(
+            rtl.next_timer_ns(),
+            model.next_timer_ns(),
+            "{what}: next timer"
+        );
+        (a, rtl.next_timer_ns())
+    };
+    let arm = |flow: u16| {
+        let f = write_on_conn0(&lay, flow, 0xFF_FFF0);
+        move |n: &mut dyn SimNic| n.receive_frame(0, &f).unwrap()
+    };
+    let boundary = 1u64 << 32;
+    // A deadline below the boundary, passed only in the high half: now = 2^32 + 5 has the
+    // smaller low half.
+    both("before the boundary", &mut |n| n.poll(boundary - 1_000_000));
+    let (sent, due) = both("first Write", &mut arm(2));
+    assert!(sent.is_empty());
+    let due = due.expect("the Write arms its flow's timer");
+    assert!(due < boundary && due & 0xFFFF_FFFF > 5, "deadline {due}");
+    let (sent, _) = both("past the boundary", &mut |n| n.poll(boundary + 5));
+    assert_eq!(
+        sent.len(),
+        1,
+        "the timer ACK once the clock passed its deadline"
+    );
+    // A deadline past the boundary: the high halves equal, the low half decides.
+    both("just below the boundary", &mut |n| n.poll(boundary - 1));
+    let (sent, due) = both("second Write", &mut arm(3));
+    assert!(sent.is_empty());
+    let due = due.expect("the Write arms its flow's timer");
+    assert!(due > boundary, "deadline {due}");
+    let (sent, _) = both("before the deadline", &mut |n| n.poll(due - 1));
+    assert!(sent.is_empty(), "no timer ACK before the deadline");
+    let (sent, _) = both("at the deadline", &mut |n| n.poll(due));
+    assert_eq!(sent.len(), 1, "the timer ACK at its deadline");
+    assert_eq!(counters(&mut rtl), counters(&mut model), "counters");
+}
+
 /// An RTL NIC and a model NIC programmed alike, with their layout; `None` (the test skips)
 /// without Verilator.
 fn programmed_pair() -> Option<(RtlNic, ModelNic, Layout)> {

@@ -394,7 +394,11 @@ mod tests {
             let i = (s % n as u64) as usize;
             // Few distinct times, so that slots share the earliest often.
             let t = (s >> 8) % 24;
-            let new = if (s >> 20).is_multiple_of(4) { None } else { Some(t) };
+            let new = if (s >> 20).is_multiple_of(4) {
+                None
+            } else {
+                Some(t)
+            };
             let before = set.first().map(|&(t, _)| t);
             if let Some(old) = at[i] {
                 set.remove(&(old, i));
