@@ -9,10 +9,12 @@
 //!
 //! Here the RAM is read asynchronously at a registered pointer, and the front entry is loaded
 //! from it into `data_out` whenever the front is free or popped. The pop is then only the load
-//! enable of that register. `empty` leaves a flip-flop too. An entry is readable from the RAM
-//! once its write has landed (one clock after it is taken, see [`LutRam`]), so a write reaches
-//! `data_out` two clock edges after it is taken; while the front is taken, entries wait in the
-//! RAM. The queue holds `2^N` entries in the RAM plus the front one.
+//! enable of that register. `empty` leaves a flip-flop too. A word written while the RAM is
+//! empty and the front free (or popped at that edge) goes straight into the front, shown in
+//! the next cycle; behind a waiting entry it goes into the RAM, readable once its write has
+//! landed (one clock after it is taken, see [`LutRam`]), so it reaches the front two clock
+//! edges after it is taken at the earliest. The queue holds `2^N` entries in the RAM plus the
+//! front one.
 
 use crate::ram::LutRam;
 use rust_hdl::prelude::*;
@@ -50,6 +52,8 @@ pub struct FrontFifo<const W: usize, const N: usize, const NP1: usize, const MAR
     landed_ptr: DFF<Bits<NP1>>,
     read_ptr: DFF<Bits<NP1>>,
     take: Signal<Local, Bit>,
+    free: Signal<Local, Bit>,
+    bypass: Signal<Local, Bit>,
     load: Signal<Local, Bit>,
     fill: Signal<Local, Bits<NP1>>,
     size: Constant<Bits<NP1>>,
@@ -79,6 +83,8 @@ impl<const W: usize, const N: usize, const NP1: usize, const MARGIN: u32> Defaul
             landed_ptr: Default::default(),
             read_ptr: Default::default(),
             take: Default::default(),
+            free: Default::default(),
+            bypass: Default::default(),
             load: Default::default(),
             fill: Default::default(),
             size: Constant::new((1_u64 << N).to_bits()),
@@ -105,9 +111,14 @@ impl<const W: usize, const N: usize, const NP1: usize, const MARGIN: u32> Logic
         self.data_out.next = self.front.q.val();
         self.empty.next = !self.front_valid.q.val();
 
-        // Write side.
+        // Write side. A word written while the RAM is empty and the front is free (or
+        // popped) goes straight to the front: the RAM's extra edge is paid only behind a
+        // waiting entry.
         self.full.next = (self.write_ptr.q.val() - self.read_ptr.q.val()) == self.size.val();
-        self.take.next = self.write.val() & !self.full.val();
+        self.free.next = self.read.val() | !self.front_valid.q.val();
+        self.bypass.next =
+            self.write.val() & (self.write_ptr.q.val() == self.read_ptr.q.val()) & self.free.val();
+        self.take.next = self.write.val() & !self.full.val() & !self.bypass.val();
         self.ram.write_enable.next = self.take.val();
         self.ram.write_address.next = self.write_ptr.q.val().get_bits::<N>(0);
         self.ram.write_data.next = self.data_in.val();
@@ -120,11 +131,13 @@ impl<const W: usize, const N: usize, const NP1: usize, const MARGIN: u32> Logic
 
         // Read side: the front is reloaded from the RAM whenever it is free or popped.
         self.ram.read_address.next = self.read_ptr.q.val().get_bits::<N>(0);
-        self.load.next = (self.read.val() | !self.front_valid.q.val())
-            & (self.landed_ptr.q.val() != self.read_ptr.q.val());
+        self.load.next = self.free.val() & (self.landed_ptr.q.val() != self.read_ptr.q.val());
         if self.load.val() {
             self.front.d.next = self.ram.read_data.val();
             self.read_ptr.d.next = self.read_ptr.q.val() + 1_u64;
+            self.front_valid.d.next = true;
+        } else if self.bypass.val() {
+            self.front.d.next = self.data_in.val();
             self.front_valid.d.next = true;
         } else if self.read.val() {
             self.front_valid.d.next = false;

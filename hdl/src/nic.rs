@@ -218,8 +218,10 @@ pub struct NicCore {
     // engine to take it up (the engine only decides place or discard).
     cuts: FrontFifo<32, 4, 5, 6>,
     // The engine's place/discard decisions, in frame order, until the extractor reaches the
-    // frame: the engine does not wait for the extractor to finish the frames before.
-    decisions: SynchronousFIFO<Bits<2>, 3, 4, 1>,
+    // frame: the engine does not wait for the extractor to finish the frames before. A
+    // `FrontFifo` too: its `empty` (the extractor's `dec_valid`) is then a flip-flop, and a
+    // decision made while none waits reaches the extractor in the next cycle.
+    decisions: FrontFifo<2, 3, 4, 1>,
     engine: RxEngine,
     payload: RxPayload,
     tx: TxEngine<CONN_BITS>,

@@ -1,8 +1,10 @@
 //! The front-register queue's Verilog (`ferroce_hdl::front_fifo::FrontFifo`) under Icarus
 //! Verilog, with the LUT RAM's collision poison defined (a read of an entry whose write has not
 //! landed returns it inverted), against a software queue: every entry taken comes out once, in
-//! order; the front is shown within the third cycle after the edge that took its entry (a write
-//! lands in the RAM at the next edge, and the front is loaded from it at the one after); `full`
+//! order; an entry taken while the RAM is empty and the front free goes straight to the front
+//! (shown in the next cycle), any other is shown within the third cycle after the edge that
+//! took it (a write lands in the RAM at the next edge, and the front is loaded from it at the
+//! one after); `full`
 //! and `almost_full` count the entries behind the front as documented.
 
 use ferroce_hdl::front_fifo::FrontFifo;
@@ -105,22 +107,25 @@ fn entries_come_out_once_in_order_and_the_flags_hold() {
     let ops = cycles(20_000);
     let shown = run(&ops);
     assert_eq!(shown.len(), ops.len());
-    // Entries taken and not popped, with the edge that took each.
-    let mut waiting: VecDeque<(u8, usize)> = VecDeque::new();
-    let (mut taken_before_last, mut taken, mut popped) = (0usize, 0usize, 0usize);
-    let (mut fulls, mut almost, mut back_to_back, mut fresh) = (0, 0, 0, 0);
+    // Entries taken and not popped, with the edge that took each and whether they went
+    // straight to the front.
+    let mut waiting: VecDeque<(u8, usize, bool)> = VecDeque::new();
+    // Entries written to the RAM (not straight to the front) before the last edge and so far,
+    // and those of them popped.
+    let (mut ram_before_last, mut ram_taken, mut ram_popped) = (0usize, 0usize, 0usize);
+    let (mut fulls, mut almost, mut back_to_back, mut fresh, mut direct) = (0, 0, 0, 0, 0);
     let (mut out, mut expect) = (Vec::new(), Vec::new());
     for (edge, (op, s)) in ops.iter().zip(&shown).enumerate() {
         let front_shown = !s.empty;
         match waiting.front() {
-            Some(&(front, at)) => {
+            Some(&(front, at, straight)) => {
                 assert!(
-                    front_shown || edge < at + 3,
+                    front_shown || edge < at + if straight { 1 } else { 3 },
                     "cycle {edge}: the entry taken at {at} is not shown"
                 );
                 if front_shown {
                     assert_eq!(s.data, front, "cycle {edge}: front entry");
-                    fresh += usize::from(edge == at + 3);
+                    fresh += usize::from(!straight && edge == at + 3);
                 }
             }
             None => assert!(!front_shown, "cycle {edge}: a front with nothing waiting"),
@@ -128,21 +133,26 @@ fn entries_come_out_once_in_order_and_the_flags_hold() {
         // The entries in the RAM are the waiting ones but the front.
         let in_ram = waiting.len() - usize::from(front_shown);
         assert_eq!(s.full, in_ram == 4, "cycle {edge}: full");
-        let landed = taken_before_last - (popped + usize::from(front_shown));
+        let front_from_ram = front_shown && waiting.front().is_some_and(|&(_, _, d)| !d);
+        let landed = ram_before_last - (ram_popped + usize::from(front_from_ram));
         assert_eq!(s.almost_full, landed >= 3, "cycle {edge}: almost_full");
         fulls += usize::from(s.full);
         almost += usize::from(s.almost_full && !s.full);
+        let front_free = !front_shown || op.read;
         if op.read && front_shown {
-            out.push(waiting.pop_front().map(|(d, _)| d));
-            popped += 1;
+            let (d, _, straight) = waiting.pop_front().expect("a front entry");
+            out.push(Some(d));
+            ram_popped += usize::from(!straight);
             // The next entry, if it had landed, is the front after this edge.
-            back_to_back += usize::from(waiting.front().is_some_and(|&(_, at)| edge >= at + 2));
+            back_to_back += usize::from(waiting.front().is_some_and(|&(_, at, _)| edge >= at + 2));
         }
-        taken_before_last = taken;
+        ram_before_last = ram_taken;
         if op.write && !s.full {
-            waiting.push_back((op.data, edge));
+            let straight = in_ram == 0 && front_free;
+            direct += usize::from(straight);
+            waiting.push_back((op.data, edge, straight));
             expect.push(Some(op.data));
-            taken += 1;
+            ram_taken += usize::from(!straight);
         }
     }
     assert!(waiting.is_empty(), "the drain left entries");
@@ -156,6 +166,7 @@ fn entries_come_out_once_in_order_and_the_flags_hold() {
     );
     assert!(
         fresh > 100,
-        "entries shown as soon as allowed {fresh} times"
+        "entries through the RAM shown as soon as allowed {fresh} times"
     );
+    assert!(direct > 100, "entries straight to the front {direct} times");
 }
