@@ -209,7 +209,8 @@ pub struct NicCore {
     // the frame's last beat, so with one-beat frames back to back 4 more results are on their
     // way: those queues stop 6 short of full (16 deep behind a front register, so 11 results
     // may wait for the engine). Their front entries wait in registers (`FrontFifo`), so that
-    // the consumer's pop is only a load enable, not the address of a RAM read. Less room loses a result, and the payload extractor then waits forever for its frame
+    // the consumer's pop is only a load enable, not the address of a RAM read. Less room
+    // loses a result, and the payload extractor then waits forever for its frame
     // (`a_flood_of_short_frames_loses_none` in `tests/tests/rtl_nic.rs`).
     buffer: SynchronousFIFO<Bits<65>, BUF_LOG, BUF_LOG_1, BUF_MARGIN>,
     results: FrontFifo<RES_BITS, 4, 5, 6>,

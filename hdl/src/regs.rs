@@ -229,9 +229,10 @@ pub struct RegisterBlock {
     rdata: DFF<Bits<32>>,
     rd_wait: DFF<Bit>,
     rd_high: DFF<Bit>,
-    // An AXI4-Lite read is taken in one cycle and answered from the next: its address waits
-    // here, so that the read-data select runs from a flip-flop, not from the bus's address
-    // through the address compares (8 to 9 levels of logic in the whole core before).
+    // An AXI4-Lite read is taken in one cycle (its address waits here), decoded in the next
+    // into four registered groups (`rd_pend`), and answered in the one after (`rd_pend2`):
+    // the read-data select runs from flip-flops, not from the bus's address through the
+    // address compares (8 to 9 levels of logic in the whole core before).
     ra_q: DFF<Bits<16>>,
     rd_pend: DFF<Bit>,
     // The read data's four group selects, and that they hold an answer.

@@ -1136,8 +1136,6 @@ fn timer_ack_only_for_a_flow_its_connection_still_owns() {
 /// the deadline set when a timer starts and for the one a sweep leaves behind.
 #[test]
 fn timer_acks_leave_exactly_at_their_deadlines() {
-    trait SimNic: Nic + SimPort {}
-    impl<T: Nic + SimPort> SimNic for T {}
     let Some(mut rtl) = rtl_nic_or_skip() else {
         return;
     };
@@ -1147,21 +1145,9 @@ fn timer_acks_leave_exactly_at_their_deadlines() {
     let (first, second) = (2u16, 3u16);
     assert!(second < lay.conns[0].entry.flow_count);
     let mut both = |what: &str, step: &mut dyn FnMut(&mut dyn SimNic)| {
-        step(&mut rtl);
-        step(&mut model);
-        let (a, b) = (drain(&mut rtl), drain(&mut model));
-        assert_eq!(a, b, "{what}: frames");
-        assert_eq!(
-            rtl.next_timer_ns(),
-            model.next_timer_ns(),
-            "{what}: next timer"
-        );
-        (a, rtl.next_timer_ns())
+        step_both(&mut rtl, &mut model, what, step)
     };
-    let arm = |flow: u16| {
-        let f = write_on_conn0(&lay, flow, 0xFF_FFF0);
-        move |n: &mut dyn SimNic| n.receive_frame(0, &f).unwrap()
-    };
+    let arm = |flow: u16| arm_timer(&lay, flow);
     let (sent, due_first) = both("first Write", &mut arm(first));
     assert!(sent.is_empty(), "one packet is below the coalescing count");
     let due_first = due_first.expect("the first Write arms its flow's timer");
@@ -1201,27 +1187,13 @@ fn timer_acks_leave_exactly_at_their_deadlines() {
 /// the boundary, in the RTL as in the model.
 #[test]
 fn timer_acks_across_the_clocks_32_bit_boundary() {
-    trait SimNic: Nic + SimPort {}
-    impl<T: Nic + SimPort> SimNic for T {}
     let Some((mut rtl, mut model, lay)) = programmed_pair() else {
         return;
     };
     let mut both = |what: &str, step: &mut dyn FnMut(&mut dyn SimNic)| {
-        step(&mut rtl);
-        step(&mut model);
-        let (a, b) = (drain(&mut rtl), drain(&mut model));
-        assert_eq!(a, b, "{what}: frames");
-        assert_eq!(
-            rtl.next_timer_ns(),
-            model.next_timer_ns(),
-            "{what}: next timer"
-        );
-        (a, rtl.next_timer_ns())
+        step_both(&mut rtl, &mut model, what, step)
     };
-    let arm = |flow: u16| {
-        let f = write_on_conn0(&lay, flow, 0xFF_FFF0);
-        move |n: &mut dyn SimNic| n.receive_frame(0, &f).unwrap()
-    };
+    let arm = |flow: u16| arm_timer(&lay, flow);
     let boundary = 1u64 << 32;
     // A deadline below the boundary, passed only in the high half: now = 2^32 + 5 has the
     // smaller low half.
@@ -1247,6 +1219,36 @@ fn timer_acks_across_the_clocks_32_bit_boundary() {
     let (sent, _) = both("at the deadline", &mut |n| n.poll(due));
     assert_eq!(sent.len(), 1, "the timer ACK at its deadline");
     assert_eq!(counters(&mut rtl), counters(&mut model), "counters");
+}
+
+/// A NIC of either kind, as the timer tests step them.
+trait SimNic: Nic + SimPort {}
+impl<T: Nic + SimPort> SimNic for T {}
+
+/// Runs `step` on the RTL and on the model, and checks that they sent the same frames and
+/// agree on their next ACK timer; returns the frames and that timer.
+fn step_both(
+    rtl: &mut RtlNic,
+    model: &mut ModelNic,
+    what: &str,
+    step: &mut dyn FnMut(&mut dyn SimNic),
+) -> (Vec<PortFrame>, Option<u64>) {
+    step(rtl);
+    step(model);
+    let (a, b) = (drain(rtl), drain(model));
+    assert_eq!(a, b, "{what}: frames");
+    assert_eq!(
+        rtl.next_timer_ns(),
+        model.next_timer_ns(),
+        "{what}: next timer"
+    );
+    (a, rtl.next_timer_ns())
+}
+
+/// A step that receives a Write on connection 0's flow `flow` (arming its ACK timer).
+fn arm_timer(lay: &Layout, flow: u16) -> impl FnMut(&mut dyn SimNic) + use<> {
+    let f = write_on_conn0(lay, flow, 0xFF_FFF0);
+    move |n: &mut dyn SimNic| n.receive_frame(0, &f).unwrap()
 }
 
 /// An RTL NIC and a model NIC programmed alike, with their layout; `None` (the test skips)
