@@ -172,8 +172,11 @@ impl<E: Endpoint> Fabric<E> {
     }
 
     fn flush(&mut self, h: u32, out: &mut Outbox) {
-        for (port, pkt) in out.send.drain(..) {
-            self.enqueue(h, port as u16, pkt);
+        // Most calls send nothing: no drain to set up and tear down for them.
+        if !out.send.is_empty() {
+            for (port, pkt) in out.send.drain(..) {
+                self.enqueue(h, port as u16, pkt);
+            }
         }
         let w = out.wake.take();
         self.request_wake(h, w);

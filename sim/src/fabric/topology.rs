@@ -3,8 +3,7 @@
 //! its plane. Planes share nothing, so a whole plane can fail while the others carry on.
 
 use super::event::{PS_PER_NS, Ps};
-use super::loss::LossState;
-use super::port::{Link, LinkRole, LinkStats, Port, Red};
+use super::port::{Link, LinkRole, Port, Red};
 use super::switch::Switch;
 use crate::rng::Rng;
 
@@ -204,17 +203,8 @@ impl Network {
             [(a, b, pb, a_port, roles.0), (b, a, pa, b_port, roles.1)]
         {
             let li = self.links.len();
-            self.links.push(Link {
-                to_node: to,
-                to_port,
-                rate_mbps,
-                delay_ps,
-                up: true,
-                loss: LossState::new(Default::default(), Default::default(), 0),
-                role,
-                plane,
-                stats: LinkStats::default(),
-            });
+            self.links
+                .push(Link::new(to, to_port, rate_mbps, delay_ps, role, plane));
             self.nodes[from as usize]
                 .ports
                 .push(Port::new(li, buf, red, rng.next_u64()));
