@@ -229,7 +229,7 @@ impl Link {
             up: true,
             plane,
             rate_mbps,
-            ps_per_byte: if PS_BYTE_MBPS % rate_mbps == 0 {
+            ps_per_byte: if PS_BYTE_MBPS.is_multiple_of(rate_mbps) {
                 PS_BYTE_MBPS / rate_mbps
             } else {
                 0
