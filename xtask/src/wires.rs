@@ -6,6 +6,14 @@
 //! half-perimeter wirelength (the bounding box of the cells it connects, in tiles: the usual
 //! estimate of the wire a net needs) by the block its name belongs to, and lists the nets whose
 //! span times fanout is largest (wide-register enables reaching across the die).
+//!
+//! Where the demand piles up matters as much as how much there is: a router fails on its
+//! most crowded tiles, not on the total. So the report also estimates congestion by RUDY
+//! (rectangular uniform wire density: each net's wirelength spread evenly over its bounding
+//! box, summed per tile) and says which blocks' nets crowd the hottest tiles. On the whole
+//! core (session 37) that estimate and router2's own congestion heat maps
+//! (`--router2-heatmap`) put the crowding in the same place: the middle of the die, along the
+//! block-RAM row the receive engine's tables share.
 
 use crate::netlist::{self, Cell};
 use std::collections::HashMap;
@@ -16,6 +24,8 @@ struct Net {
     name: String,
     fanout: usize,
     hpwl: u64,
+    /// Bounding box: x0, x1, y0, y1 (tiles, inclusive).
+    bbox: (u32, u32, u32, u32),
 }
 
 /// The tile of a placed cell, from nextpnr's `NEXTPNR_BEL` attribute (`X12/Y34/SLICEA`).
@@ -68,6 +78,7 @@ fn placed_nets(path: &Path) -> Result<Vec<Net>, String> {
                 name: name.to_string(),
                 fanout: pins - 1,
                 hpwl: u64::from(x1 - x0 + y1 - y0),
+                bbox: (x0, x1, y0, y1),
             })
         })
         .collect())
@@ -126,7 +137,101 @@ pub fn report(path: &Path) -> Result<String, String> {
         let name: String = n.name.chars().take(90).collect();
         let _ = writeln!(out, "| `{name}` | {} | {} |", n.fanout, n.hpwl);
     }
+    out.push_str(&congestion(&nets));
     Ok(out)
+}
+
+/// The share of tiles [`congestion`] calls the hottest: 1 in 50.
+const HOT_SHARE: usize = 50;
+
+/// RUDY wire demand per tile: each net's half-perimeter wirelength spread evenly over its
+/// bounding box. Returns the grid (row-major, `width` columns) and its width.
+fn rudy(nets: &[Net]) -> (Vec<f64>, usize) {
+    let width = nets
+        .iter()
+        .map(|n| n.bbox.1 as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let height = nets
+        .iter()
+        .map(|n| n.bbox.3 as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut grid = vec![0.0; width * height];
+    for n in nets.iter().filter(|n| n.hpwl > 0) {
+        let (x0, x1, y0, y1) = n.bbox;
+        let area = f64::from((x1 - x0 + 1) * (y1 - y0 + 1));
+        let density = n.hpwl as f64 / area;
+        for y in y0..=y1 {
+            let row = y as usize * width;
+            for cell in &mut grid[row + x0 as usize..=row + x1 as usize] {
+                *cell += density;
+            }
+        }
+    }
+    (grid, width)
+}
+
+/// The congestion estimate: the peak tile, where the hottest tiles lie, and whose nets
+/// crowd them (by the part a net's name belongs to).
+fn congestion(nets: &[Net]) -> String {
+    use std::fmt::Write as _;
+    let (grid, width) = rudy(nets);
+    let mut out = String::new();
+    if grid.is_empty() {
+        return out;
+    }
+    let mut order: Vec<usize> = (0..grid.len()).collect();
+    // Hottest first; ties by position, so the report does not depend on sort stability.
+    order.sort_by(|&a, &b| grid[b].total_cmp(&grid[a]).then(a.cmp(&b)));
+    let hot = &order[..(grid.len() / HOT_SHARE).max(1)];
+    let at = |i: usize| ((i % width) as u32, (i / width) as u32);
+    let (px, py) = at(hot[0]);
+    let (mut x0, mut x1, mut y0, mut y1) = (u32::MAX, 0, u32::MAX, 0);
+    let mut is_hot = vec![false; grid.len()];
+    for &i in hot {
+        let (x, y) = at(i);
+        (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
+        is_hot[i] = true;
+    }
+    let mean = grid.iter().sum::<f64>() / grid.len() as f64;
+    let _ = writeln!(
+        out,
+        "\ncongestion estimate (RUDY: each net's wirelength spread over its bounding box): \
+         peak {:.1} tiles of wire per tile at X{px}/Y{py} (mean {mean:.1}); the hottest {} \
+         tiles (1 in {HOT_SHARE}) lie in X{x0}..{x1}, Y{y0}..{y1}",
+        grid[hot[0]],
+        hot.len()
+    );
+    // Each net's demand inside the hottest tiles, by part.
+    let mut by: HashMap<String, f64> = HashMap::new();
+    for n in nets.iter().filter(|n| n.hpwl > 0) {
+        let (bx0, bx1, by0, by1) = n.bbox;
+        if bx1 < x0 || bx0 > x1 || by1 < y0 || by0 > y1 {
+            continue;
+        }
+        let density = n.hpwl as f64 / f64::from((bx1 - bx0 + 1) * (by1 - by0 + 1));
+        let mut tiles = 0u32;
+        for y in by0.max(y0)..=by1.min(y1) {
+            for x in bx0.max(x0)..=bx1.min(x1) {
+                tiles += u32::from(is_hot[y as usize * width + x as usize]);
+            }
+        }
+        if tiles > 0 {
+            *by.entry(block_of(&n.name, 2)).or_default() += density * f64::from(tiles);
+        }
+    }
+    let total: f64 = by.values().sum::<f64>().max(f64::MIN_POSITIVE);
+    let mut by: Vec<_> = by.into_iter().collect();
+    by.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let _ = writeln!(
+        out,
+        "\n| part (demand in the hottest tiles) | share |\n|---|---|"
+    );
+    for (name, v) in by.into_iter().take(15) {
+        let _ = writeln!(out, "| {name} | {:.1}% |", 100.0 * v / total);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -161,7 +266,75 @@ mod tests {
         );
         let text = report(&path).unwrap();
         assert!(text.contains("| engine | 1 | 11 | 55.0% |"), "{text}");
+        // Net 5 (x 1..4, y 1..9: 11 tiles of wire over 36) and net 6 (x 1..2, y 1..9: 9
+        // over 18) overlap on x 1..2: the hottest tiles, where 11/36 + 9/18 = 0.81 each.
+        assert!(
+            text.contains("peak 0.8 tiles of wire per tile at X1/Y1"),
+            "{text}"
+        );
         assert!(text.contains("| tx.th | 1 | 9 | 45.0% |"), "{text}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn net(name: &str, bbox: (u32, u32, u32, u32)) -> Net {
+        Net {
+            name: name.into(),
+            fanout: 1,
+            hpwl: u64::from(bbox.1 - bbox.0 + bbox.3 - bbox.2),
+            bbox,
+        }
+    }
+
+    #[test]
+    fn congestion_spreads_each_net_over_its_box_and_names_the_crowd() {
+        // A row and a column crossing at X2/Y0, each 3 tiles of wire over 4 tiles; a net
+        // inside one tile asks for no wire; a net far from the crossing.
+        let nets = [
+            net("core.engine.ft.mem", (0, 3, 0, 0)),
+            net("core.tx.ctab.mem", (2, 2, 0, 3)),
+            net("core.parser.th", (1, 1, 2, 2)),
+            net("core.regs.rd", (0, 0, 2, 3)),
+        ];
+        let (grid, width) = rudy(&nets);
+        assert_eq!((width, grid.len()), (4, 16));
+        assert_eq!(grid[2], 1.5);
+        assert_eq!(grid[1], 0.75);
+        assert_eq!(grid[4 + 2], 0.75);
+        assert_eq!(grid[2 * 4], 0.5);
+        assert_eq!(grid[2 * 4 + 1], 0.0);
+        let text = congestion(&nets);
+        // 16 tiles: the hottest one is the crossing, shared equally by the two nets there.
+        assert!(
+            text.contains("peak 1.5 tiles of wire per tile at X2/Y0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the hottest 1 tiles (1 in 50) lie in X2..2, Y0..0"),
+            "{text}"
+        );
+        assert!(text.contains("| engine.ft | 50.0% |"), "{text}");
+        assert!(text.contains("| tx.ctab | 50.0% |"), "{text}");
+        assert!(!text.contains("regs.rd"), "{text}");
+    }
+
+    #[test]
+    fn only_the_hottest_tiles_count_not_their_bounding_box() {
+        // Two hot corners of a 10 x 10 grid (two nets crossing at each: 1.0 there) and, between
+        // them, a net at 5/6 per tile: inside the hot tiles' bounding box, on no hot tile.
+        let nets = [
+            net("core.a.p", (0, 1, 0, 0)),
+            net("core.a.q", (0, 0, 0, 1)),
+            net("core.b.r", (8, 9, 9, 9)),
+            net("core.b.s", (9, 9, 8, 9)),
+            net("core.c.m", (2, 7, 5, 5)),
+        ];
+        let text = congestion(&nets);
+        assert!(
+            text.contains("the hottest 2 tiles (1 in 50) lie in X0..9, Y0..9"),
+            "{text}"
+        );
+        assert!(text.contains("| a.p | 25.0% |"), "{text}");
+        assert!(text.contains("| b.s | 25.0% |"), "{text}");
+        assert!(!text.contains("c.m"), "{text}");
     }
 }
