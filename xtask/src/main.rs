@@ -35,10 +35,11 @@ commands:
                 --fsm: state-machine encoding: one-hot by default, binary (as rust-hdl writes it)
                 for the whole core
                 --wires: also print each block's wire demand after placement (half-perimeter
-                wirelength by block and the widest-reaching nets)
+                wirelength by block, the widest-reaching nets, and a congestion estimate:
+                where the hottest tiles lie and whose nets crowd them)
                 --depth: no placement: print each block's logic depth instead (levels of logic
                 in front of every register input, seed-free; the registers deeper than 5 levels)
-  wires FILE    the wire-demand report of a netlist placed by `synth --wires`
+  wires FILE    the wire-demand and congestion report of a netlist placed by `synth --wires`
                 (target/synth/BLOCK.placed.json)
 
 environment:
