@@ -28,6 +28,14 @@ struct Net {
     bbox: (u32, u32, u32, u32),
 }
 
+impl Net {
+    /// RUDY's wire demand per tile of the bounding box: the wirelength spread evenly over it.
+    fn density(&self) -> f64 {
+        let (x0, x1, y0, y1) = self.bbox;
+        self.hpwl as f64 / f64::from((x1 - x0 + 1) * (y1 - y0 + 1))
+    }
+}
+
 /// The tile of a placed cell, from nextpnr's `NEXTPNR_BEL` attribute (`X12/Y34/SLICEA`).
 fn tile(cell: &Cell) -> Option<(u32, u32)> {
     let bel = cell.attributes.get("NEXTPNR_BEL")?.as_str()?;
@@ -160,8 +168,7 @@ fn rudy(nets: &[Net]) -> (Vec<f64>, usize) {
     let mut grid = vec![0.0; width * height];
     for n in nets.iter().filter(|n| n.hpwl > 0) {
         let (x0, x1, y0, y1) = n.bbox;
-        let area = f64::from((x1 - x0 + 1) * (y1 - y0 + 1));
-        let density = n.hpwl as f64 / area;
+        let density = n.density();
         for y in y0..=y1 {
             let row = y as usize * width;
             for cell in &mut grid[row + x0 as usize..=row + x1 as usize] {
@@ -210,7 +217,6 @@ fn congestion(nets: &[Net]) -> String {
         if bx1 < x0 || bx0 > x1 || by1 < y0 || by0 > y1 {
             continue;
         }
-        let density = n.hpwl as f64 / f64::from((bx1 - bx0 + 1) * (by1 - by0 + 1));
         let mut tiles = 0u32;
         for y in by0.max(y0)..=by1.min(y1) {
             for x in bx0.max(x0)..=bx1.min(x1) {
@@ -218,7 +224,7 @@ fn congestion(nets: &[Net]) -> String {
             }
         }
         if tiles > 0 {
-            *by.entry(block_of(&n.name, 2)).or_default() += density * f64::from(tiles);
+            *by.entry(block_of(&n.name, 2)).or_default() += n.density() * f64::from(tiles);
         }
     }
     let total: f64 = by.values().sum::<f64>().max(f64::MIN_POSITIVE);

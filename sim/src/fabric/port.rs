@@ -209,11 +209,11 @@ pub struct Link {
     pub stats: LinkStats,
 }
 
-/// Picoseconds to send one bit at 1 Mb/s, times eight bits: bytes × this / (Mb/s) = ps.
+/// Picoseconds one byte takes at 1 Mb/s (eight bits of 1 µs each): bytes × this / (Mb/s) = ps.
 const PS_BYTE_MBPS: u64 = 8_000_000;
 
 impl Link {
-    /// An up link without loss from `to_node`'s port `to_port` at `rate_mbps` (at least 1).
+    /// An up link, without loss, into port `to_port` of `to_node`, at `rate_mbps` (at least 1).
     pub fn new(
         to_node: u32,
         to_port: u16,
@@ -239,11 +239,6 @@ impl Link {
             role,
             stats: LinkStats::default(),
         }
-    }
-
-    /// Rate in Mb/s.
-    pub fn rate_mbps(&self) -> u64 {
-        self.rate_mbps
     }
 
     /// Time to serialise `bytes` at the link's rate: a multiplication where the rate divides
