@@ -186,7 +186,13 @@ pub struct RxParser {
     prev: DFF<Bits<64>>,
     s_vlan: DFF<Bit>,
     s_v6: DFF<Bit>,
-    vend: DFF<Bits<17>>,
+    // Room left in the CRC's range from the beat being formed (index `vj`): the range's end
+    // minus `8 · vj`, signed. Kept by a subtraction of 8 per beat, so that no adder lies
+    // between it and the lanes.
+    room: DFF<Bits<18>>,
+    // The lanes in range of the beat being formed (a prefix), decided a cycle ahead from
+    // `room`.
+    lanes: DFF<Bits<8>>,
     vj: DFF<Bits<13>>,
     crc: DFF<Bits<32>>,
     crc_lanes: DFF<Bits<8>>,
@@ -304,15 +310,13 @@ pub struct RxParser {
     short8: Signal<Local, Bit>,
     n_vlan: Signal<Local, Bit>,
     n_v6: Signal<Local, Bit>,
-    n_end: Signal<Local, Bits<17>>,
+    n_room: Signal<Local, Bits<18>>,
     v_data: Signal<Local, Bits<64>>,
     v_go: Signal<Local, Bit>,
-    f_lanes: Signal<Local, Bits<8>>,
-    lane_pos: Signal<Local, Bits<18>>,
-    // `vend - lane_pos`, signed (the top bit set when the beat starts past the end).
-    lane_room: Signal<Local, Bits<18>>,
-    lane_n: Signal<Local, Bits<3>>,
-    lane_sh: Signal<Local, Bits<6>>,
+    // The lanes of the next beat (`room - 8`), and whether `room`'s bits 16..4 are zero.
+    next_lanes: Signal<Local, Bits<8>>,
+    room_hi_zero: Signal<Local, Bit>,
+    lane_mask: Signal<Local, Bits<64>>,
     crc_good: Signal<Local, Bits<32>>,
     flen: Signal<Local, Bits<17>>,
     opcode: Signal<Local, Bits<8>>,
@@ -430,7 +434,8 @@ impl Default for RxParser {
             prev: Default::default(),
             s_vlan: Default::default(),
             s_v6: Default::default(),
-            vend: Default::default(),
+            room: Default::default(),
+            lanes: Default::default(),
             vj: Default::default(),
             crc: Default::default(),
             crc_lanes: Default::default(),
@@ -535,14 +540,12 @@ impl Default for RxParser {
             short8: Default::default(),
             n_vlan: Default::default(),
             n_v6: Default::default(),
-            n_end: Default::default(),
+            n_room: Default::default(),
             v_data: Default::default(),
             v_go: Default::default(),
-            f_lanes: Default::default(),
-            lane_pos: Default::default(),
-            lane_room: Default::default(),
-            lane_n: Default::default(),
-            lane_sh: Default::default(),
+            next_lanes: Default::default(),
+            room_hi_zero: Default::default(),
+            lane_mask: Default::default(),
             crc_good: Default::default(),
             flen: Default::default(),
             opcode: Default::default(),
@@ -564,7 +567,8 @@ impl Logic for RxParser {
             prev,
             s_vlan,
             s_v6,
-            vend,
+            room,
+            lanes,
             vj,
             crc,
             crc_lanes,
@@ -695,7 +699,7 @@ impl Logic for RxParser {
         // ---- ICRC stream: which framing this frame has, as soon as the bytes are in.
         self.n_vlan.next = self.s_vlan.q.val();
         self.n_v6.next = self.s_v6.q.val();
-        self.n_end.next = self.vend.q.val();
+        self.n_room.next = self.room.q.val();
         self.sw_et.next = self.swapped.val().get_bits::<16>(16);
         if self.beat.q.val() == 1_u64 {
             self.n_vlan.next = self.sw_et.val() == self.k_vlan.val();
@@ -705,21 +709,28 @@ impl Logic for RxParser {
             self.n_v6.next = self.swapped.val().get_bits::<16>(48) == self.k_ipv6.val();
         }
         // The end of the CRC's range in the stream, the ICRC included: 8 bytes of LRH, then the
-        // IP packet (IPv4 total length, or IPv6 payload length + 40).
+        // IP packet (IPv4 total length, or IPv6 payload length + 40). `room` starts as that end
+        // less `8 · vj` after this beat: `vj` is 1 from the frame's first beat until the
+        // realigned stream's first beat, formed at beat 2 untagged (which makes it 2) and at
+        // beat 3 tagged, so the offsets fold into one constant per framing.
         if self.beat.q.val() == 2_u64 {
             if self.s_vlan.q.val() {
                 if self.n_v6.val() {
-                    self.n_end.next =
-                        bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(0)) + 48_u64;
+                    // (payload length + 48) − 8.
+                    self.n_room.next =
+                        bit_cast::<18, 16>(self.swapped.val().get_bits::<16>(0)) + 40_u64;
                 } else {
-                    self.n_end.next =
-                        bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(16)) + 8_u64;
+                    // (total length + 8) − 8.
+                    self.n_room.next = bit_cast::<18, 16>(self.swapped.val().get_bits::<16>(16));
                 }
             } else if self.n_v6.val() {
-                self.n_end.next =
-                    bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(32)) + 48_u64;
+                // (payload length + 48) − 16.
+                self.n_room.next =
+                    bit_cast::<18, 16>(self.swapped.val().get_bits::<16>(32)) + 32_u64;
             } else {
-                self.n_end.next = bit_cast::<17, 16>(self.swapped.val().get_bits::<16>(48)) + 8_u64;
+                // (total length + 8) − 16.
+                self.n_room.next =
+                    bit_cast::<18, 16>(self.swapped.val().get_bits::<16>(48)) - 8_u64;
             }
         }
 
@@ -759,40 +770,53 @@ impl Logic for RxParser {
         }
         // The CRC runs over [8, T + 4): the CRC range and the four ICRC bytes behind it, so a
         // good frame leaves the register at a constant (the residue) and the ICRC bytes need
-        // not be picked out. The lanes are decided here and registered with the beat (zero
-        // when there is no beat), so the CRC step's enable comes from flip-flops; lanes beyond
-        // the range are zeroed, so that the step is always the full eight-byte one: a last
-        // beat with `n` lanes then leaves the register advanced over `8 - n` zero bytes past
-        // the residue (`k_crc_good`). `n_end` is what `vend` holds when the beat reaches the
-        // CRC.
-        // The lanes in range are the first `n_end - 8·vj` (clamped to 0..=8): one subtraction
-        // and a prefix mask, not a compare per lane.
-        // The end is taken from the register, never from the beat arriving: at beat 2, where
-        // the IP length is only now being read, the beat formed is the range's bytes 8..16,
-        // and an IP length that ends the range inside it is under 8 bytes, a bad IP header
-        // whose verdict does not depend on the ICRC. So that beat is taken whole, and no adder
-        // on this beat's data feeds the lanes.
-        self.lane_pos.next = bit_cast::<18, 13>(self.vj.q.val()) << 3_u64;
-        self.lane_room.next = bit_cast::<18, 17>(self.vend.q.val()) - self.lane_pos.val();
-        if self.beat.q.val() == 2_u64 {
-            self.lane_room.next = 8.into();
+        // not be picked out. The lanes are registered with the beat (zero when there is no
+        // beat), so the CRC step's enable comes from flip-flops; lanes beyond the range are
+        // zeroed, so that the step is always the full eight-byte one: a last beat with `n`
+        // lanes then leaves the register advanced over `8 - n` zero bytes past the residue
+        // (`k_crc_good`).
+        // The lanes in range are the first `room` (clamped to 0..=8), held in `lanes` and
+        // decided a cycle ahead from `room` alone (the next beat's are `room - 8`, read off
+        // its bits without an adder), so the data path sees one flip-flop per lane and no
+        // carry chain. The first two beats of the stream (`vj` 1 and 2) are taken whole: a
+        // frame whose verdict depends on the ICRC has an IP packet of at least 44 bytes (the
+        // IPv4 header, UDP, BTH and ICRC; the checks before the ICRC's refuse any shorter),
+        // so its range ends at 52 or later and its first five beats are full.
+        self.room_hi_zero.next = self.room.q.val().get_bits::<13>(4) == 0_u64;
+        self.next_lanes.next = 0xFF.into();
+        if self.room.q.val().get_bit(17) {
+            self.next_lanes.next = 0.into();
+        } else if self.room_hi_zero.val() {
+            self.next_lanes.next = 0.into();
+            if self.room.q.val().get_bit(3) {
+                for n in 1_usize..8 {
+                    if self.room.q.val().get_bits::<3>(0) == n.to_bits::<3>() {
+                        self.next_lanes.next = ((1_usize << n) - 1).to_bits::<8>();
+                    }
+                }
+            }
         }
-        self.lane_n.next = self.lane_room.val().get_bits::<3>(0);
-        self.lane_sh.next = bit_cast::<6, 3>(self.lane_n.val()) << 3_u64;
-        self.f_lanes.next = 0xFF.into();
-        // At or past the end (the difference is zero or negative): no lane. Zero needs no
-        // test of its own: the prefix of no lanes below is empty too.
-        if self.lane_room.val().get_bit(17) {
-            self.f_lanes.next = 0.into();
-            self.v_data.next = 0.into();
-        } else if self.lane_room.val().get_bits::<15>(3) == 0_u64 {
-            self.f_lanes.next = (bits::<8>(1) << self.lane_n.val()) - 1_u64;
-            self.v_data.next = self.v_data.val() & ((bits::<64>(1) << self.lane_sh.val()) - 1_u64);
+        if self.v_go.val() & !self.end1.q.val() {
+            self.room.d.next = self.room.q.val() - 8_u64;
+            self.lanes.d.next = self.next_lanes.val();
         }
+        if self.s_tvalid.val() & (self.beat.q.val() < 3_u64) {
+            self.lanes.d.next = 0xFF.into();
+        }
+        if self.s_tvalid.val() & (self.beat.q.val() == 2_u64) {
+            self.room.d.next = self.n_room.val();
+        }
+        self.lane_mask.next = 0.into();
+        for k in 0_usize..8 {
+            if self.lanes.q.val().get_bit(k) {
+                self.lane_mask.next = self.lane_mask.val() | (0xFF_u64 << (8 * k)).to_bits::<64>();
+            }
+        }
+        self.v_data.next = self.v_data.val() & self.lane_mask.val();
         self.vp_data.d.next = self.v_data.val();
         self.vp_lanes.d.next = 0.into();
         if self.v_go.val() {
-            self.vp_lanes.d.next = self.f_lanes.val();
+            self.vp_lanes.d.next = self.lanes.q.val();
         }
         // Only the full step is in the loop; lane 0 is set whenever any lane is (a prefix).
         self.crc_unit.crc_in.next = self.crc.q.val();
@@ -824,7 +848,6 @@ impl Logic for RxParser {
         }
         if self.s_tvalid.val() & (self.beat.q.val() == 2_u64) {
             self.s_v6.d.next = self.n_v6.val();
-            self.vend.d.next = self.n_end.val();
         }
 
         // ---- End of frame: every check at once over the captured headers.
