@@ -193,7 +193,9 @@ pub struct RxParser {
     // The lanes in range of the beat being formed (a prefix), decided a cycle ahead from
     // `room`.
     lanes: DFF<Bits<8>>,
-    vj: DFF<Bits<13>>,
+    // The index `vj` of the beat being formed, one-hot while below 8 (the beats that hold
+    // variant fields) and zero from 8 on.
+    vj_hot: DFF<Bits<8>>,
     crc: DFF<Bits<32>>,
     crc_lanes: DFF<Bits<8>>,
     crc_unit: Crc32Full,
@@ -229,9 +231,12 @@ pub struct RxParser {
     snap: DFF<HeaderBeats>,
     snap_len: DFF<Bits<16>>,
     snap_valid: DFF<Bit>,
-    snap_vlan: DFF<Bit>,
     snap_v4: DFF<Bit>,
-    snap_v6: DFF<Bit>,
+    // The framing (tag in bit 0, IPv6 in bit 1) twice: copy 0 steers the wide field shifts
+    // of stage A (about a thousand loads per bit), copy 1 its selections among the four
+    // framings' results, which waited on that net when they shared it. `_dup` registers,
+    // which `cargo xtask synth` keeps apart.
+    framing_dup: [DFF<Bits<2>>; 2],
     snap_port: DFF<Bits<PORT_BITS>>,
     // Stage A of the checks (fields and sums after the framing shifts).
     a_valid: DFF<Bit>,
@@ -240,19 +245,54 @@ pub struct RxParser {
     a_v4: DFF<Bit>,
     a_v6: DFF<Bit>,
     a_ip_total: DFF<Bits<17>>,
-    a_avail: DFF<Bits<17>>,
-    // The IPv4 header sum in two halves (words 0–4 and 5–9): stage B adds them.
-    a_sum_lo: DFF<Bits<20>>,
-    a_sum_hi: DFF<Bits<20>>,
+    // Computed beside the snapshot from the capture registers, for each framing, so that
+    // stage A only selects: the IPv4 header's words 0–3 and 5–8 summed (untagged, tagged);
+    // and for the opcode at each framing's position (untagged IPv4, tagged IPv4, untagged
+    // IPv6, tagged IPv6), the header lengths it implies and whether it is known and a data
+    // opcode.
+    p_u_lo: DFF<Bits<20>>,
+    p_u_hi: DFF<Bits<20>>,
+    p_t_lo: DFF<Bits<20>>,
+    p_t_hi: DFF<Bits<20>>,
+    // The two words left over (4 and 9), summed: untagged, tagged.
+    p_u_x: DFF<Bits<20>>,
+    p_t_x: DFF<Bits<20>>,
+    c_hl_th: [DFF<Bits<17>>; 4],
+    c_poff: [DFF<Bits<16>>; 4],
+    c_known: [DFF<Bit>; 4],
+    c_data: [DFF<Bit>; 4],
+    c_nak_bad: [DFF<Bit>; 4],
+    // The IP header and transport header lengths + 24, less the 40 an IPv6 length field
+    // leaves out, so that stage A compares the length field itself; and the frame length
+    // less the headers before the IP payload length (Ethernet, and IPv6's 40), so that
+    // "IP packet longer than the frame" compares the field too.
+    c_hlx: [DFF<Bits<17>>; 4],
+    c_avail: [DFF<Bits<17>>; 4],
+    // The UDP length against the IP length (IPv4's total less its 20-byte header, IPv6's
+    // payload length).
+    c_udp_ne: [DFF<Bit>; 4],
+    c_cm_bad: [DFF<Bit>; 4],
+    // The IPv4 header's ten words summed (at most 10 · 0xFFFF).
+    a_sum: DFF<Bits<20>>,
     a_op_known: DFF<Bit>,
     a_op_data: DFF<Bit>,
     a_hl_th: DFF<Bits<17>>,
-    a_l4_len: DFF<Bits<17>>,
     a_poff: DFF<Bits<16>>,
     a_nak_bad: DFF<Bit>,
     a_cm_bad: DFF<Bit>,
     a_bth_bad: DFF<Bit>,
-    a_udp_len: DFF<Bits<17>>,
+    // Stage A's verdicts on the lengths, each for the frame's framing (see stage B).
+    a_short24: DFF<Bit>,
+    a_short20: DFF<Bit>,
+    a_short8: DFF<Bit>,
+    a_short_ip: DFF<Bit>,
+    a_th_ne: DFF<Bit>,
+    a_th_lt: DFF<Bit>,
+    a_over_frame: DFF<Bit>,
+    a_frame_short: DFF<Bit>,
+    a_udp_bad: DFF<Bit>,
+    a_flen_short: DFF<Bit>,
+    a_flen_long: DFF<Bit>,
     a_dport_bad: DFF<Bit>,
     a_v6_nh_bad: DFF<Bit>,
     a_v6_ver_bad: DFF<Bit>,
@@ -289,25 +329,30 @@ pub struct RxParser {
     vlan: Signal<Local, Bit>,
     is_v4: Signal<Local, Bit>,
     is_v6: Signal<Local, Bit>,
-    eth_len: Signal<Local, Bits<17>>,
     ip_total: Signal<Local, Bits<17>>,
-    ip_hlen: Signal<Local, Bits<17>>,
+    // The framing's IP length field, and each length check for all four framings (bit: the
+    // framing's index).
+    len_f: Signal<Local, Bits<17>>,
+    v_short24: Signal<Local, Bits<4>>,
+    v_short20: Signal<Local, Bits<4>>,
+    v_short8: Signal<Local, Bits<4>>,
+    v_short_ip: Signal<Local, Bits<4>>,
+    v_th_ne: Signal<Local, Bits<4>>,
+    v_th_lt: Signal<Local, Bits<4>>,
+    v_over: Signal<Local, Bits<4>>,
     th_len: Signal<Local, Bits<17>>,
-    op_known: Signal<Local, Bit>,
-    op_data: Signal<Local, Bit>,
-    // The IPv4 header sum's halves read at the untagged and at the tagged offsets (see
-    // stage A).
-    sum_untagged_lo: Signal<Local, Bits<20>>,
-    sum_untagged_hi: Signal<Local, Bits<20>>,
-    sum_tagged_lo: Signal<Local, Bits<20>>,
-    sum_tagged_hi: Signal<Local, Bits<20>>,
+    // One framing's opcode and what it implies (see `c_hl_th`).
+    cand_op: Signal<Local, Bits<8>>,
+    cand_known: Signal<Local, Bit>,
+    cand_data: Signal<Local, Bit>,
+    frame_sel: Signal<Local, Bits<2>>,
     ip_sum: Signal<Local, Bits<20>>,
+    // The IPv4 header sum at the untagged and at the tagged offsets.
+    sum_u: Signal<Local, Bits<20>>,
+    sum_t: Signal<Local, Bits<20>>,
     ip_sum_ok: Signal<Local, Bit>,
     err: Signal<Local, Bits<4>>,
     // The IP total length is below the IP header plus 24 (UDP, BTH, ICRC), 20 or 8 bytes.
-    short24: Signal<Local, Bit>,
-    short20: Signal<Local, Bit>,
-    short8: Signal<Local, Bit>,
     n_vlan: Signal<Local, Bit>,
     n_v6: Signal<Local, Bit>,
     n_room: Signal<Local, Bits<18>>,
@@ -320,9 +365,9 @@ pub struct RxParser {
     crc_good: Signal<Local, Bits<32>>,
     flen: Signal<Local, Bits<17>>,
     opcode: Signal<Local, Bits<8>>,
-    nak_reason: Signal<Local, Bits<8>>,
-    cm_kind: Signal<Local, Bits<8>>,
     sw_et: Signal<Local, Bits<16>>,
+    et_vlan: Signal<Local, Bit>,
+    et_v6: Signal<Local, Bit>,
 }
 
 /// The CRC register at the end of a good frame whose last beat has `n` lanes in the CRC's
@@ -436,7 +481,7 @@ impl Default for RxParser {
             s_v6: Default::default(),
             room: Default::default(),
             lanes: Default::default(),
-            vj: Default::default(),
+            vj_hot: Default::default(),
             crc: Default::default(),
             crc_lanes: Default::default(),
             crc_unit: Default::default(),
@@ -466,9 +511,8 @@ impl Default for RxParser {
             snap: Default::default(),
             snap_len: Default::default(),
             snap_valid: Default::default(),
-            snap_vlan: Default::default(),
             snap_v4: Default::default(),
-            snap_v6: Default::default(),
+            framing_dup: Default::default(),
             snap_port: Default::default(),
             a_valid: Default::default(),
             a_flen: Default::default(),
@@ -476,18 +520,40 @@ impl Default for RxParser {
             a_v4: Default::default(),
             a_v6: Default::default(),
             a_ip_total: Default::default(),
-            a_avail: Default::default(),
-            a_sum_lo: Default::default(),
-            a_sum_hi: Default::default(),
+            p_u_lo: Default::default(),
+            p_u_hi: Default::default(),
+            p_t_lo: Default::default(),
+            p_t_hi: Default::default(),
+            p_u_x: Default::default(),
+            p_t_x: Default::default(),
+            c_hl_th: Default::default(),
+            c_poff: Default::default(),
+            c_known: Default::default(),
+            c_data: Default::default(),
+            c_nak_bad: Default::default(),
+            c_hlx: Default::default(),
+            c_avail: Default::default(),
+            c_udp_ne: Default::default(),
+            c_cm_bad: Default::default(),
+            a_sum: Default::default(),
             a_op_known: Default::default(),
             a_op_data: Default::default(),
             a_hl_th: Default::default(),
-            a_l4_len: Default::default(),
             a_poff: Default::default(),
             a_nak_bad: Default::default(),
             a_cm_bad: Default::default(),
             a_bth_bad: Default::default(),
-            a_udp_len: Default::default(),
+            a_short24: Default::default(),
+            a_short20: Default::default(),
+            a_short8: Default::default(),
+            a_short_ip: Default::default(),
+            a_th_ne: Default::default(),
+            a_th_lt: Default::default(),
+            a_over_frame: Default::default(),
+            a_frame_short: Default::default(),
+            a_udp_bad: Default::default(),
+            a_flen_short: Default::default(),
+            a_flen_long: Default::default(),
             a_dport_bad: Default::default(),
             a_v6_nh_bad: Default::default(),
             a_v6_ver_bad: Default::default(),
@@ -522,22 +588,25 @@ impl Default for RxParser {
             vlan: Default::default(),
             is_v4: Default::default(),
             is_v6: Default::default(),
-            eth_len: Default::default(),
             ip_total: Default::default(),
-            ip_hlen: Default::default(),
+            len_f: Default::default(),
+            v_short24: Default::default(),
+            v_short20: Default::default(),
+            v_short8: Default::default(),
+            v_short_ip: Default::default(),
+            v_th_ne: Default::default(),
+            v_th_lt: Default::default(),
+            v_over: Default::default(),
             th_len: Default::default(),
-            op_known: Default::default(),
-            op_data: Default::default(),
-            sum_untagged_lo: Default::default(),
-            sum_untagged_hi: Default::default(),
-            sum_tagged_lo: Default::default(),
-            sum_tagged_hi: Default::default(),
+            cand_op: Default::default(),
+            cand_known: Default::default(),
+            cand_data: Default::default(),
+            frame_sel: Default::default(),
             ip_sum: Default::default(),
+            sum_u: Default::default(),
+            sum_t: Default::default(),
             ip_sum_ok: Default::default(),
             err: Default::default(),
-            short24: Default::default(),
-            short20: Default::default(),
-            short8: Default::default(),
             n_vlan: Default::default(),
             n_v6: Default::default(),
             n_room: Default::default(),
@@ -549,9 +618,9 @@ impl Default for RxParser {
             crc_good: Default::default(),
             flen: Default::default(),
             opcode: Default::default(),
-            nak_reason: Default::default(),
-            cm_kind: Default::default(),
             sw_et: Default::default(),
+            et_vlan: Default::default(),
+            et_v6: Default::default(),
         }
     }
 }
@@ -569,7 +638,7 @@ impl Logic for RxParser {
             s_v6,
             room,
             lanes,
-            vj,
+            vj_hot,
             crc,
             crc_lanes,
             end1,
@@ -604,9 +673,7 @@ impl Logic for RxParser {
             snap,
             snap_len,
             snap_valid,
-            snap_vlan,
             snap_v4,
-            snap_v6,
             snap_port,
             a_valid,
             a_flen,
@@ -614,18 +681,31 @@ impl Logic for RxParser {
             a_v4,
             a_v6,
             a_ip_total,
-            a_avail,
-            a_sum_lo,
-            a_sum_hi,
+            p_u_lo,
+            p_u_hi,
+            p_t_lo,
+            p_t_hi,
+            p_u_x,
+            p_t_x,
+            a_sum,
             a_op_known,
             a_op_data,
             a_hl_th,
-            a_l4_len,
             a_poff,
             a_nak_bad,
             a_cm_bad,
             a_bth_bad,
-            a_udp_len,
+            a_short24,
+            a_short20,
+            a_short8,
+            a_short_ip,
+            a_th_ne,
+            a_th_lt,
+            a_over_frame,
+            a_frame_short,
+            a_udp_bad,
+            a_flen_short,
+            a_flen_long,
             a_dport_bad,
             a_v6_nh_bad,
             a_v6_ver_bad,
@@ -650,6 +730,30 @@ impl Logic for RxParser {
         for i in 0_usize..16 {
             self.h[i].clock.next = self.clock.val();
             self.h[i].d.next = self.h[i].q.val();
+        }
+        for i in 0_usize..2 {
+            self.framing_dup[i].clock.next = self.clock.val();
+            self.framing_dup[i].d.next = self.framing_dup[i].q.val();
+        }
+        for c in 0_usize..4 {
+            self.c_hl_th[c].clock.next = self.clock.val();
+            self.c_hl_th[c].d.next = self.c_hl_th[c].q.val();
+            self.c_poff[c].clock.next = self.clock.val();
+            self.c_poff[c].d.next = self.c_poff[c].q.val();
+            self.c_known[c].clock.next = self.clock.val();
+            self.c_known[c].d.next = self.c_known[c].q.val();
+            self.c_data[c].clock.next = self.clock.val();
+            self.c_data[c].d.next = self.c_data[c].q.val();
+            self.c_nak_bad[c].clock.next = self.clock.val();
+            self.c_nak_bad[c].d.next = self.c_nak_bad[c].q.val();
+            self.c_hlx[c].clock.next = self.clock.val();
+            self.c_hlx[c].d.next = self.c_hlx[c].q.val();
+            self.c_avail[c].clock.next = self.clock.val();
+            self.c_avail[c].d.next = self.c_avail[c].q.val();
+            self.c_udp_ne[c].clock.next = self.clock.val();
+            self.c_udp_ne[c].d.next = self.c_udp_ne[c].q.val();
+            self.c_cm_bad[c].clock.next = self.clock.val();
+            self.c_cm_bad[c].d.next = self.c_cm_bad[c].q.val();
         }
         self.s_tready.next = true;
 
@@ -699,7 +803,6 @@ impl Logic for RxParser {
         // ---- ICRC stream: which framing this frame has, as soon as the bytes are in.
         self.n_vlan.next = self.s_vlan.q.val();
         self.n_v6.next = self.s_v6.q.val();
-        self.n_room.next = self.room.q.val();
         self.sw_et.next = self.swapped.val().get_bits::<16>(16);
         if self.beat.q.val() == 1_u64 {
             self.n_vlan.next = self.sw_et.val() == self.k_vlan.val();
@@ -709,29 +812,25 @@ impl Logic for RxParser {
             self.n_v6.next = self.swapped.val().get_bits::<16>(48) == self.k_ipv6.val();
         }
         // The end of the CRC's range in the stream, the ICRC included: 8 bytes of LRH, then the
-        // IP packet (IPv4 total length, or IPv6 payload length + 40). `room` starts as that end
-        // less `8 · vj` after this beat: `vj` is 1 from the frame's first beat until the
-        // realigned stream's first beat, formed at beat 2 untagged (which makes it 2) and at
-        // beat 3 tagged, so the offsets fold into one constant per framing.
-        if self.beat.q.val() == 2_u64 {
-            if self.s_vlan.q.val() {
-                if self.n_v6.val() {
-                    // (payload length + 48) − 8.
-                    self.n_room.next =
-                        bit_cast::<18, 16>(self.swapped.val().get_bits::<16>(0)) + 40_u64;
-                } else {
-                    // (total length + 8) − 8.
-                    self.n_room.next = bit_cast::<18, 16>(self.swapped.val().get_bits::<16>(16));
-                }
-            } else if self.n_v6.val() {
+        // IP packet (IPv4 total length, or IPv6 payload length + 40). `room` starts at beat 3
+        // as that end less `8 · vj` after the beat, read from beat 2's capture register with
+        // the framing registered: `vj` is 1 from the frame's first beat until the realigned
+        // stream's first beat, formed at beat 2 untagged and at beat 3 tagged, so after beat 3
+        // it is 3 untagged and 2 tagged, and the offsets fold into one constant per framing.
+        if self.s_vlan.q.val() {
+            if self.s_v6.q.val() {
                 // (payload length + 48) − 16.
-                self.n_room.next =
-                    bit_cast::<18, 16>(self.swapped.val().get_bits::<16>(32)) + 32_u64;
+                self.n_room.next = bit_cast::<18, 16>(self.h[2].q.val().get_bits::<16>(0)) + 32_u64;
             } else {
                 // (total length + 8) − 16.
-                self.n_room.next =
-                    bit_cast::<18, 16>(self.swapped.val().get_bits::<16>(48)) - 8_u64;
+                self.n_room.next = bit_cast::<18, 16>(self.h[2].q.val().get_bits::<16>(16)) - 8_u64;
             }
+        } else if self.s_v6.q.val() {
+            // (payload length + 48) − 24.
+            self.n_room.next = bit_cast::<18, 16>(self.h[2].q.val().get_bits::<16>(32)) + 24_u64;
+        } else {
+            // (total length + 8) − 24.
+            self.n_room.next = bit_cast::<18, 16>(self.h[2].q.val().get_bits::<16>(48)) - 16_u64;
         }
 
         // The next beat of the realigned stream: in-frame, or the flush after the last beat.
@@ -745,7 +844,9 @@ impl Logic for RxParser {
                 self.v_data.next = self.prev.q.val() >> 48_u64;
             }
         } else if self.s_tvalid.val() {
-            if self.n_vlan.val() {
+            // The registered framing, not this beat's decision: the two differ only at beat 1
+            // (and at a tagged frame's beat 2 for IPv6), where no beat is formed.
+            if self.s_vlan.q.val() {
                 self.v_go.next = self.beat.q.val() >= 3_u64;
                 self.v_data.next = (self.prev.q.val() >> 16_u64) | (self.s_tdata.val() << 48_u64);
             } else {
@@ -753,9 +854,10 @@ impl Logic for RxParser {
                 self.v_data.next = (self.prev.q.val() >> 48_u64) | (self.s_tdata.val() << 16_u64);
             }
         }
-        for j in 0_usize..8 {
-            if self.vj.q.val() == j.to_bits::<13>() {
-                if self.n_v6.val() {
+        // Beat 0 of the stream is the LRH, folded into the CRC's initial state: no mask.
+        for j in 1_usize..8 {
+            if self.vj_hot.q.val().get_bit(j) {
+                if self.s_v6.q.val() {
                     self.v_data.next = self.v_data.val() | self.k_mask_v6[j].val();
                 } else {
                     self.v_data.next = self.v_data.val() | self.k_mask_v4[j].val();
@@ -766,7 +868,7 @@ impl Logic for RxParser {
         self.vp_go.d.next = self.v_go.val();
         self.vp_flush.d.next = self.end1.q.val();
         if self.v_go.val() & !self.end1.q.val() {
-            self.vj.d.next = self.vj.q.val() + 1_u64;
+            self.vj_hot.d.next = self.vj_hot.q.val() << 1_u64;
         }
         // The CRC runs over [8, T + 4): the CRC range and the four ICRC bytes behind it, so a
         // good frame leaves the register at a constant (the residue) and the ICRC bytes need
@@ -778,7 +880,7 @@ impl Logic for RxParser {
         // The lanes in range are the first `room` (clamped to 0..=8), held in `lanes` and
         // decided a cycle ahead from `room` alone (the next beat's are `room - 8`, read off
         // its bits without an adder), so the data path sees one flip-flop per lane and no
-        // carry chain. The first two beats of the stream (`vj` 1 and 2) are taken whole: a
+        // carry chain. The beats formed up to beat 4 (`vj` at most 3) are taken whole: a
         // frame whose verdict depends on the ICRC has an IP packet of at least 44 bytes (the
         // IPv4 header, UDP, BTH and ICRC; the checks before the ICRC's refuse any shorter),
         // so its range ends at 52 or later and its first five beats are full.
@@ -800,10 +902,10 @@ impl Logic for RxParser {
             self.room.d.next = self.room.q.val() - 8_u64;
             self.lanes.d.next = self.next_lanes.val();
         }
-        if self.s_tvalid.val() & (self.beat.q.val() < 3_u64) {
+        if self.s_tvalid.val() & (self.beat.q.val() < 4_u64) {
             self.lanes.d.next = 0xFF.into();
         }
-        if self.s_tvalid.val() & (self.beat.q.val() == 2_u64) {
+        if self.s_tvalid.val() & (self.beat.q.val() == 3_u64) {
             self.room.d.next = self.n_room.val();
         }
         self.lane_mask.next = 0.into();
@@ -836,7 +938,7 @@ impl Logic for RxParser {
         // A new frame starts the stream over: the index at its first beat, the CRC state at its
         // third (the previous frame's last beats are still in the CRC stage until then).
         if self.s_tvalid.val() & (self.beat.q.val() == 0_u64) {
-            self.vj.d.next = 1.into();
+            self.vj_hot.d.next = 2.into();
         }
         if self.s_tvalid.val() & (self.beat.q.val() == 2_u64) {
             self.crc.d.next = self.k_crc_lrh.val();
@@ -870,136 +972,447 @@ impl Logic for RxParser {
         self.snap.d.next.b13 = self.h[13].q.val();
         self.snap.d.next.b14 = self.h[14].q.val();
         self.snap.d.next.b15 = self.h[15].q.val();
-        if self.end1.q.val() {
-            self.snap_len.d.next = self.flen1.q.val();
-            self.snap_port.d.next = self.port1.q.val();
-            // The framing, decided here from the capture registers so that the wide shifts
-            // below are steered straight from flip-flops.
-            self.snap_vlan.d.next = self.h[1].q.val().get_bits::<16>(16) == self.k_vlan.val();
-            self.sw_et.next = self.h[1].q.val().get_bits::<16>(16);
-            if self.h[1].q.val().get_bits::<16>(16) == self.k_vlan.val() {
-                self.sw_et.next = self.h[2].q.val().get_bits::<16>(48);
-            }
-            self.snap_v4.d.next = self.sw_et.val() == self.k_ipv4.val();
-            self.snap_v6.d.next = self.sw_et.val() == self.k_ipv6.val();
+        // Like the snapshot, these load in every cycle: `flen1` and `port1` hold from a frame's
+        // last beat to the next frame's.
+        self.snap_len.d.next = self.flen1.q.val();
+        self.snap_port.d.next = self.port1.q.val();
+        // The framing, decided here from the capture registers so that the wide shifts
+        // below are steered straight from flip-flops; the three ethertype compares side by
+        // side rather than the second behind a select by the first.
+        self.et_vlan.next = self.h[1].q.val().get_bits::<16>(16) == self.k_vlan.val();
+        self.snap_v4.d.next = (!self.et_vlan.val()
+            & (self.h[1].q.val().get_bits::<16>(16) == self.k_ipv4.val()))
+            | (self.et_vlan.val() & (self.h[2].q.val().get_bits::<16>(48) == self.k_ipv4.val()));
+        self.et_v6.next = (!self.et_vlan.val()
+            & (self.h[1].q.val().get_bits::<16>(16) == self.k_ipv6.val()))
+            | (self.et_vlan.val() & (self.h[2].q.val().get_bits::<16>(48) == self.k_ipv6.val()));
+        for i in 0_usize..2 {
+            self.framing_dup[i].d.next = bit_cast::<2, 1>(self.et_vlan.val().into())
+                | (bit_cast::<2, 1>(self.et_v6.val().into()) << 1_u64);
         }
         self.snap_valid.d.next = self.end1.q.val() & !self.reset.val();
+
+        // ---- Beside the snapshot, from the capture registers (valid in the same cycle as
+        // the snapshot): the first four words of each half of the IPv4 header sum and the
+        // opcode's lengths, for every framing, so that stage A selects finished values by
+        // framing instead of running adders and the opcode decode behind the framing shifts.
+        self.p_u_lo.d.next = (bit_cast::<20, 16>(self.h[1].q.val().get_bits::<16>(0))
+            + bit_cast::<20, 16>(self.h[2].q.val().get_bits::<16>(48)))
+            + (bit_cast::<20, 16>(self.h[2].q.val().get_bits::<16>(32))
+                + bit_cast::<20, 16>(self.h[2].q.val().get_bits::<16>(16)));
+        self.p_u_hi.d.next = (bit_cast::<20, 16>(self.h[3].q.val().get_bits::<16>(48))
+            + bit_cast::<20, 16>(self.h[3].q.val().get_bits::<16>(32)))
+            + (bit_cast::<20, 16>(self.h[3].q.val().get_bits::<16>(16))
+                + bit_cast::<20, 16>(self.h[3].q.val().get_bits::<16>(0)));
+        self.p_t_lo.d.next = (bit_cast::<20, 16>(self.h[2].q.val().get_bits::<16>(32))
+            + bit_cast::<20, 16>(self.h[2].q.val().get_bits::<16>(16)))
+            + (bit_cast::<20, 16>(self.h[2].q.val().get_bits::<16>(0))
+                + bit_cast::<20, 16>(self.h[3].q.val().get_bits::<16>(48)));
+        self.p_t_hi.d.next = (bit_cast::<20, 16>(self.h[3].q.val().get_bits::<16>(16))
+            + bit_cast::<20, 16>(self.h[3].q.val().get_bits::<16>(0)))
+            + (bit_cast::<20, 16>(self.h[4].q.val().get_bits::<16>(48))
+                + bit_cast::<20, 16>(self.h[4].q.val().get_bits::<16>(32)));
+        self.p_u_x.d.next = bit_cast::<20, 16>(self.h[2].q.val().get_bits::<16>(0))
+            + bit_cast::<20, 16>(self.h[4].q.val().get_bits::<16>(48));
+        self.p_t_x.d.next = bit_cast::<20, 16>(self.h[3].q.val().get_bits::<16>(32))
+            + bit_cast::<20, 16>(self.h[4].q.val().get_bits::<16>(16));
+        // untagged IPv4 (byte 42).
+        self.cand_op.next = self.h[5].q.val().get_bits::<8>(40);
+        self.th_len.next = 0.into();
+        self.cand_known.next = true;
+        self.cand_data.next = false;
+        if self.cand_op.val() == self.k_op_send.val() {
+            self.th_len.next = self.k_len_send.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_send_imm.val() {
+            self.th_len.next = self.k_len_send_imm.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_write.val() {
+            self.th_len.next = self.k_len_write.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_write_imm.val() {
+            self.th_len.next = self.k_len_write_imm.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_ack.val() {
+            self.th_len.next = self.k_len_ack.val();
+        } else if self.cand_op.val() == self.k_op_nak.val() {
+            self.th_len.next = self.k_len_nak.val();
+        } else if self.cand_op.val() == self.k_op_cm.val() {
+            self.th_len.next = self.k_len_cm.val();
+        } else {
+            self.cand_known.next = false;
+        }
+        // IP header + transport header + 24 (UDP, BTH, ICRC); Ethernet + IP + UDP + BTH +
+        // transport header.
+        self.c_hl_th[0].d.next = self.th_len.val() + 44_u64;
+        self.c_poff[0].d.next = bit_cast::<16, 17>(self.th_len.val() + 54_u64);
+        self.c_known[0].d.next = self.cand_known.val();
+        self.c_hlx[0].d.next = self.th_len.val() + 44_u64;
+        self.c_avail[0].d.next = bit_cast::<17, 16>(self.flen1.q.val()) - 14_u64;
+        self.c_udp_ne[0].d.next = bit_cast::<17, 16>(self.h[4].q.val().get_bits::<16>(0)) + 20_u64
+            != bit_cast::<17, 16>(self.h[2].q.val().get_bits::<16>(48));
+        self.c_data[0].d.next = self.cand_data.val();
+        self.c_nak_bad[0].d.next = (self.cand_op.val() == self.k_op_nak.val())
+            & (self.h[7].q.val().get_bits::<8>(56) != self.k_nak_rnr.val())
+            & (self.h[7].q.val().get_bits::<8>(56) != self.k_nak_invalid.val())
+            & (self.h[7].q.val().get_bits::<8>(56) != self.k_nak_access.val())
+            & (self.h[7].q.val().get_bits::<8>(56) != self.k_nak_window.val());
+        self.c_cm_bad[0].d.next = (self.cand_op.val() == self.k_op_cm.val())
+            & ((self.h[6].q.val().get_bits::<8>(8) < self.k_cm_first.val())
+                | (self.h[6].q.val().get_bits::<8>(8) > self.k_cm_last.val()));
+        // tagged IPv4 (byte 46).
+        self.cand_op.next = self.h[5].q.val().get_bits::<8>(8);
+        self.th_len.next = 0.into();
+        self.cand_known.next = true;
+        self.cand_data.next = false;
+        if self.cand_op.val() == self.k_op_send.val() {
+            self.th_len.next = self.k_len_send.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_send_imm.val() {
+            self.th_len.next = self.k_len_send_imm.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_write.val() {
+            self.th_len.next = self.k_len_write.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_write_imm.val() {
+            self.th_len.next = self.k_len_write_imm.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_ack.val() {
+            self.th_len.next = self.k_len_ack.val();
+        } else if self.cand_op.val() == self.k_op_nak.val() {
+            self.th_len.next = self.k_len_nak.val();
+        } else if self.cand_op.val() == self.k_op_cm.val() {
+            self.th_len.next = self.k_len_cm.val();
+        } else {
+            self.cand_known.next = false;
+        }
+        // IP header + transport header + 24 (UDP, BTH, ICRC); Ethernet + IP + UDP + BTH +
+        // transport header.
+        self.c_hl_th[1].d.next = self.th_len.val() + 44_u64;
+        self.c_poff[1].d.next = bit_cast::<16, 17>(self.th_len.val() + 58_u64);
+        self.c_known[1].d.next = self.cand_known.val();
+        self.c_hlx[1].d.next = self.th_len.val() + 44_u64;
+        self.c_avail[1].d.next = bit_cast::<17, 16>(self.flen1.q.val()) - 18_u64;
+        self.c_udp_ne[1].d.next = bit_cast::<17, 16>(self.h[5].q.val().get_bits::<16>(32)) + 20_u64
+            != bit_cast::<17, 16>(self.h[2].q.val().get_bits::<16>(16));
+        self.c_data[1].d.next = self.cand_data.val();
+        self.c_nak_bad[1].d.next = (self.cand_op.val() == self.k_op_nak.val())
+            & (self.h[7].q.val().get_bits::<8>(24) != self.k_nak_rnr.val())
+            & (self.h[7].q.val().get_bits::<8>(24) != self.k_nak_invalid.val())
+            & (self.h[7].q.val().get_bits::<8>(24) != self.k_nak_access.val())
+            & (self.h[7].q.val().get_bits::<8>(24) != self.k_nak_window.val());
+        self.c_cm_bad[1].d.next = (self.cand_op.val() == self.k_op_cm.val())
+            & ((self.h[7].q.val().get_bits::<8>(40) < self.k_cm_first.val())
+                | (self.h[7].q.val().get_bits::<8>(40) > self.k_cm_last.val()));
+        // untagged IPv6 (byte 62).
+        self.cand_op.next = self.h[7].q.val().get_bits::<8>(8);
+        self.th_len.next = 0.into();
+        self.cand_known.next = true;
+        self.cand_data.next = false;
+        if self.cand_op.val() == self.k_op_send.val() {
+            self.th_len.next = self.k_len_send.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_send_imm.val() {
+            self.th_len.next = self.k_len_send_imm.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_write.val() {
+            self.th_len.next = self.k_len_write.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_write_imm.val() {
+            self.th_len.next = self.k_len_write_imm.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_ack.val() {
+            self.th_len.next = self.k_len_ack.val();
+        } else if self.cand_op.val() == self.k_op_nak.val() {
+            self.th_len.next = self.k_len_nak.val();
+        } else if self.cand_op.val() == self.k_op_cm.val() {
+            self.th_len.next = self.k_len_cm.val();
+        } else {
+            self.cand_known.next = false;
+        }
+        // IP header + transport header + 24 (UDP, BTH, ICRC); Ethernet + IP + UDP + BTH +
+        // transport header.
+        self.c_hl_th[2].d.next = self.th_len.val() + 64_u64;
+        self.c_poff[2].d.next = bit_cast::<16, 17>(self.th_len.val() + 74_u64);
+        self.c_known[2].d.next = self.cand_known.val();
+        self.c_hlx[2].d.next = self.th_len.val() + 24_u64;
+        self.c_avail[2].d.next = bit_cast::<17, 16>(self.flen1.q.val()) - 54_u64;
+        self.c_udp_ne[2].d.next = bit_cast::<17, 16>(self.h[7].q.val().get_bits::<16>(32))
+            != bit_cast::<17, 16>(self.h[2].q.val().get_bits::<16>(32));
+        self.c_data[2].d.next = self.cand_data.val();
+        self.c_nak_bad[2].d.next = (self.cand_op.val() == self.k_op_nak.val())
+            & (self.h[9].q.val().get_bits::<8>(24) != self.k_nak_rnr.val())
+            & (self.h[9].q.val().get_bits::<8>(24) != self.k_nak_invalid.val())
+            & (self.h[9].q.val().get_bits::<8>(24) != self.k_nak_access.val())
+            & (self.h[9].q.val().get_bits::<8>(24) != self.k_nak_window.val());
+        self.c_cm_bad[2].d.next = (self.cand_op.val() == self.k_op_cm.val())
+            & ((self.h[9].q.val().get_bits::<8>(40) < self.k_cm_first.val())
+                | (self.h[9].q.val().get_bits::<8>(40) > self.k_cm_last.val()));
+        // tagged IPv6 (byte 66).
+        self.cand_op.next = self.h[8].q.val().get_bits::<8>(40);
+        self.th_len.next = 0.into();
+        self.cand_known.next = true;
+        self.cand_data.next = false;
+        if self.cand_op.val() == self.k_op_send.val() {
+            self.th_len.next = self.k_len_send.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_send_imm.val() {
+            self.th_len.next = self.k_len_send_imm.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_write.val() {
+            self.th_len.next = self.k_len_write.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_write_imm.val() {
+            self.th_len.next = self.k_len_write_imm.val();
+            self.cand_data.next = true;
+        } else if self.cand_op.val() == self.k_op_ack.val() {
+            self.th_len.next = self.k_len_ack.val();
+        } else if self.cand_op.val() == self.k_op_nak.val() {
+            self.th_len.next = self.k_len_nak.val();
+        } else if self.cand_op.val() == self.k_op_cm.val() {
+            self.th_len.next = self.k_len_cm.val();
+        } else {
+            self.cand_known.next = false;
+        }
+        // IP header + transport header + 24 (UDP, BTH, ICRC); Ethernet + IP + UDP + BTH +
+        // transport header.
+        self.c_hl_th[3].d.next = self.th_len.val() + 64_u64;
+        self.c_poff[3].d.next = bit_cast::<16, 17>(self.th_len.val() + 78_u64);
+        self.c_known[3].d.next = self.cand_known.val();
+        self.c_hlx[3].d.next = self.th_len.val() + 24_u64;
+        self.c_avail[3].d.next = bit_cast::<17, 16>(self.flen1.q.val()) - 58_u64;
+        self.c_udp_ne[3].d.next = bit_cast::<17, 16>(self.h[7].q.val().get_bits::<16>(0))
+            != bit_cast::<17, 16>(self.h[2].q.val().get_bits::<16>(0));
+        self.c_data[3].d.next = self.cand_data.val();
+        self.c_nak_bad[3].d.next = (self.cand_op.val() == self.k_op_nak.val())
+            & (self.h[10].q.val().get_bits::<8>(56) != self.k_nak_rnr.val())
+            & (self.h[10].q.val().get_bits::<8>(56) != self.k_nak_invalid.val())
+            & (self.h[10].q.val().get_bits::<8>(56) != self.k_nak_access.val())
+            & (self.h[10].q.val().get_bits::<8>(56) != self.k_nak_window.val());
+        self.c_cm_bad[3].d.next = (self.cand_op.val() == self.k_op_cm.val())
+            & ((self.h[9].q.val().get_bits::<8>(8) < self.k_cm_first.val())
+                | (self.h[9].q.val().get_bits::<8>(8) > self.k_cm_last.val()));
 
         // ---- Stage A: the framing shifts, the fields, the opcode's header length, the sums.
         // Computed from the snapshot in every cycle; only a cycle after `snap_valid` is read.
         self.a_valid.d.next = self.snap_valid.q.val() & !self.reset.val();
         self.flat.next = self.snap.q.val().into();
         self.flen.next = bit_cast::<17, 16>(self.snap_len.q.val());
-        self.vlan.next = self.snap_vlan.q.val();
+        self.vlan.next = self.framing_dup[0].q.val().get_bit(0);
         self.f3.next = self.flat.val();
-        self.eth_len.next = 14.into();
         if self.vlan.val() {
             self.f3.next = self.flat.val() << 32_u64;
-            self.eth_len.next = 18.into();
         }
         self.is_v4.next = self.snap_v4.q.val();
-        self.is_v6.next = self.snap_v6.q.val();
+        self.is_v6.next = self.framing_dup[0].q.val().get_bit(1);
+        // The framing as an index: 0 untagged IPv4 (or not IP), 1 tagged IPv4, 2 untagged
+        // IPv6, 3 tagged IPv6.
+        self.frame_sel.next = self.framing_dup[1].q.val();
         self.f4.next = self.f3.val();
-        self.ip_total.next = bit_cast::<17, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 16 - 16));
-        self.ip_hlen.next = 20.into();
         if self.is_v6.val() {
             self.f4.next = self.f3.val() << 160_u64;
+        }
+        // The IP total length, read at each framing's own offset rather than behind the
+        // framing shifts: IPv4's total length, or IPv6's payload length + 40.
+        self.ip_total.next = bit_cast::<17, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 16 - 16));
+        if self.frame_sel.val() == 1_u64 {
             self.ip_total.next =
-                bit_cast::<17, 16>(self.f3.val().get_bits::<16>(1024 - 8 * 18 - 16)) + 40_u64;
-            self.ip_hlen.next = 40.into();
+                bit_cast::<17, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 20 - 16));
         }
-        // The IPv4 header sum in two halves of five words, each a tree of adds (depth 3);
-        // stage B adds the halves. One pair per framing, read straight from the snapshot,
-        // so that the tag's 4-byte shift selects 20-bit results rather than standing in
-        // front of the adders.
-        self.sum_untagged_lo.next =
-            ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 16))
-                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 32)))
-                + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 48))
-                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 64))))
-                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 80));
-        self.sum_untagged_hi.next =
-            ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 96))
-                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 112)))
-                + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 128))
-                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 144))))
-                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 14 - 160));
-        self.sum_tagged_lo.next =
-            ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 16))
-                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 32)))
-                + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 48))
-                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 64))))
-                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 80));
-        self.sum_tagged_hi.next =
-            ((bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 96))
-                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 112)))
-                + (bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 128))
-                    + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 144))))
-                + bit_cast::<20, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 160));
-
+        if self.frame_sel.val() == 2_u64 {
+            self.ip_total.next =
+                bit_cast::<17, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 16)) + 40_u64;
+        }
+        if self.frame_sel.val() == 3_u64 {
+            self.ip_total.next =
+                bit_cast::<17, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 22 - 16)) + 40_u64;
+        }
         self.opcode.next = self.f4.val().get_bits::<8>(1024 - 8 * 42 - 8);
-        self.cm_kind.next = self.f4.val().get_bits::<8>(1024 - 8 * 54 - 8);
-        self.nak_reason.next = self.f4.val().get_bits::<8>(1024 - 8 * 56 - 8);
-        self.op_known.next = true;
-        self.op_data.next = false;
-        self.th_len.next = 0.into();
-        if self.opcode.val() == self.k_op_send.val() {
-            self.th_len.next = self.k_len_send.val();
-            self.op_data.next = true;
-        } else if self.opcode.val() == self.k_op_send_imm.val() {
-            self.th_len.next = self.k_len_send_imm.val();
-            self.op_data.next = true;
-        } else if self.opcode.val() == self.k_op_write.val() {
-            self.th_len.next = self.k_len_write.val();
-            self.op_data.next = true;
-        } else if self.opcode.val() == self.k_op_write_imm.val() {
-            self.th_len.next = self.k_len_write_imm.val();
-            self.op_data.next = true;
-        } else if self.opcode.val() == self.k_op_ack.val() {
-            self.th_len.next = self.k_len_ack.val();
-        } else if self.opcode.val() == self.k_op_nak.val() {
-            self.th_len.next = self.k_len_nak.val();
-        } else if self.opcode.val() == self.k_op_cm.val() {
-            self.th_len.next = self.k_len_cm.val();
-        } else {
-            self.op_known.next = false;
-        }
 
+        // The length checks, each for all four framings side by side from registers and the
+        // framing's result kept: stage B then only picks the first failing check. `F` is the
+        // framing's IP length field (IPv4 total length; IPv6 payload length, 40 less than the
+        // total), so every bound below is the total's bound less 40 for IPv6.
+        self.v_short24.next = 0.into();
+        self.v_short20.next = 0.into();
+        self.v_short8.next = 0.into();
+        self.v_short_ip.next = 0.into();
+        self.v_th_ne.next = 0.into();
+        self.v_th_lt.next = 0.into();
+        self.v_over.next = 0.into();
+        // untagged IPv4.
+        self.len_f.next = bit_cast::<17, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 16 - 16));
+        if self.len_f.val() < 44_u64 {
+            self.v_short24.next = self.v_short24.val() | bits::<4>(1);
+        }
+        if self.len_f.val() < 40_u64 {
+            self.v_short20.next = self.v_short20.val() | bits::<4>(1);
+        }
+        if self.len_f.val() < 28_u64 {
+            self.v_short8.next = self.v_short8.val() | bits::<4>(1);
+        }
+        if self.len_f.val() < 20_u64 {
+            self.v_short_ip.next = self.v_short_ip.val() | bits::<4>(1);
+        }
+        if self.len_f.val() != self.c_hlx[0].q.val() {
+            self.v_th_ne.next = self.v_th_ne.val() | bits::<4>(1);
+        }
+        if self.len_f.val() < self.c_hlx[0].q.val() {
+            self.v_th_lt.next = self.v_th_lt.val() | bits::<4>(1);
+        }
+        if self.len_f.val() > self.c_avail[0].q.val() {
+            self.v_over.next = self.v_over.val() | bits::<4>(1);
+        }
+        // tagged IPv4.
+        self.len_f.next = bit_cast::<17, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 20 - 16));
+        if self.len_f.val() < 44_u64 {
+            self.v_short24.next = self.v_short24.val() | bits::<4>(2);
+        }
+        if self.len_f.val() < 40_u64 {
+            self.v_short20.next = self.v_short20.val() | bits::<4>(2);
+        }
+        if self.len_f.val() < 28_u64 {
+            self.v_short8.next = self.v_short8.val() | bits::<4>(2);
+        }
+        if self.len_f.val() < 20_u64 {
+            self.v_short_ip.next = self.v_short_ip.val() | bits::<4>(2);
+        }
+        if self.len_f.val() != self.c_hlx[1].q.val() {
+            self.v_th_ne.next = self.v_th_ne.val() | bits::<4>(2);
+        }
+        if self.len_f.val() < self.c_hlx[1].q.val() {
+            self.v_th_lt.next = self.v_th_lt.val() | bits::<4>(2);
+        }
+        if self.len_f.val() > self.c_avail[1].q.val() {
+            self.v_over.next = self.v_over.val() | bits::<4>(2);
+        }
+        // untagged IPv6.
+        self.len_f.next = bit_cast::<17, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 16));
+        if self.len_f.val() < 24_u64 {
+            self.v_short24.next = self.v_short24.val() | bits::<4>(4);
+        }
+        if self.len_f.val() < 20_u64 {
+            self.v_short20.next = self.v_short20.val() | bits::<4>(4);
+        }
+        if self.len_f.val() < 8_u64 {
+            self.v_short8.next = self.v_short8.val() | bits::<4>(4);
+        }
+        if self.len_f.val() < 20_u64 {
+            self.v_short_ip.next = self.v_short_ip.val() | bits::<4>(4);
+        }
+        if self.len_f.val() != self.c_hlx[2].q.val() {
+            self.v_th_ne.next = self.v_th_ne.val() | bits::<4>(4);
+        }
+        if self.len_f.val() < self.c_hlx[2].q.val() {
+            self.v_th_lt.next = self.v_th_lt.val() | bits::<4>(4);
+        }
+        if self.len_f.val() > self.c_avail[2].q.val() {
+            self.v_over.next = self.v_over.val() | bits::<4>(4);
+        }
+        // tagged IPv6.
+        self.len_f.next = bit_cast::<17, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 22 - 16));
+        if self.len_f.val() < 24_u64 {
+            self.v_short24.next = self.v_short24.val() | bits::<4>(8);
+        }
+        if self.len_f.val() < 20_u64 {
+            self.v_short20.next = self.v_short20.val() | bits::<4>(8);
+        }
+        if self.len_f.val() < 8_u64 {
+            self.v_short8.next = self.v_short8.val() | bits::<4>(8);
+        }
+        if self.len_f.val() < 20_u64 {
+            self.v_short_ip.next = self.v_short_ip.val() | bits::<4>(8);
+        }
+        if self.len_f.val() != self.c_hlx[3].q.val() {
+            self.v_th_ne.next = self.v_th_ne.val() | bits::<4>(8);
+        }
+        if self.len_f.val() < self.c_hlx[3].q.val() {
+            self.v_th_lt.next = self.v_th_lt.val() | bits::<4>(8);
+        }
+        if self.len_f.val() > self.c_avail[3].q.val() {
+            self.v_over.next = self.v_over.val() | bits::<4>(8);
+        }
+        self.a_short24.d.next = false;
+        self.a_short20.d.next = false;
+        self.a_short8.d.next = false;
+        self.a_short_ip.d.next = false;
+        self.a_th_ne.d.next = false;
+        self.a_th_lt.d.next = false;
+        self.a_over_frame.d.next = false;
+        self.a_udp_bad.d.next = false;
+        for c in 0_usize..4 {
+            if self.frame_sel.val() == c.to_bits::<2>() {
+                self.a_short24.d.next = self.v_short24.val().get_bit(c);
+                self.a_short20.d.next = self.v_short20.val().get_bit(c);
+                self.a_short8.d.next = self.v_short8.val().get_bit(c);
+                self.a_short_ip.d.next = self.v_short_ip.val().get_bit(c);
+                self.a_th_ne.d.next = self.v_th_ne.val().get_bit(c);
+                self.a_th_lt.d.next = self.v_th_lt.val().get_bit(c);
+                self.a_over_frame.d.next = self.v_over.val().get_bit(c);
+                self.a_udp_bad.d.next = self.c_udp_ne[c].q.val();
+            }
+        }
+        // The frame's own length: too short for the Ethernet (and tag) header, for the IP
+        // header after it (IPv6 40, IPv4 20), too long.
+        self.a_flen_short.d.next = self.snap_len.q.val() < 14_u64;
+        if self.vlan.val() {
+            self.a_flen_short.d.next = self.snap_len.q.val() < 18_u64;
+        }
+        self.a_frame_short.d.next = self.snap_len.q.val() < 34_u64;
+        if self.frame_sel.val() == 1_u64 {
+            self.a_frame_short.d.next = self.snap_len.q.val() < 38_u64;
+        }
+        if self.frame_sel.val() == 2_u64 {
+            self.a_frame_short.d.next = self.snap_len.q.val() < 54_u64;
+        }
+        if self.frame_sel.val() == 3_u64 {
+            self.a_frame_short.d.next = self.snap_len.q.val() < 58_u64;
+        }
+        self.a_flen_long.d.next = self.flen.val() > self.k_max_frame.val();
         self.a_flen.d.next = self.flen.val();
         self.a_vlan.d.next = self.vlan.val();
         self.a_v4.d.next = self.is_v4.val();
         self.a_v6.d.next = self.is_v6.val();
         self.a_ip_total.d.next = self.ip_total.val();
-        self.a_avail.d.next = self.flen.val() - self.eth_len.val();
-        self.a_sum_lo.d.next = self.sum_untagged_lo.val();
-        self.a_sum_hi.d.next = self.sum_untagged_hi.val();
+        // The IPv4 header sum: the snapshot stage's three partial sums added at once, a
+        // carry-save step and one adder, for both framings side by side.
+        self.sum_u.next = (self.p_u_lo.q.val() ^ self.p_u_hi.q.val() ^ self.p_u_x.q.val())
+            + (((self.p_u_lo.q.val() & self.p_u_hi.q.val())
+                | (self.p_u_lo.q.val() & self.p_u_x.q.val())
+                | (self.p_u_hi.q.val() & self.p_u_x.q.val()))
+                << 1_u64);
+        self.sum_t.next = (self.p_t_lo.q.val() ^ self.p_t_hi.q.val() ^ self.p_t_x.q.val())
+            + (((self.p_t_lo.q.val() & self.p_t_hi.q.val())
+                | (self.p_t_lo.q.val() & self.p_t_x.q.val())
+                | (self.p_t_hi.q.val() & self.p_t_x.q.val()))
+                << 1_u64);
+        self.a_sum.d.next = self.sum_u.val();
         if self.vlan.val() {
-            self.a_sum_lo.d.next = self.sum_tagged_lo.val();
-            self.a_sum_hi.d.next = self.sum_tagged_hi.val();
+            self.a_sum.d.next = self.sum_t.val();
         }
-        self.a_op_known.d.next = self.op_known.val();
-        self.a_op_data.d.next = self.op_data.val();
+        // The framing picks one of the opcode positions' lengths (see `c_hl_th`).
+        self.a_op_known.d.next = false;
+        self.a_op_data.d.next = false;
+        self.a_nak_bad.d.next = false;
+        self.a_cm_bad.d.next = false;
+        self.a_hl_th.d.next = 0.into();
+        self.a_poff.d.next = 0.into();
+        for c in 0_usize..4 {
+            if self.frame_sel.val() == c.to_bits::<2>() {
+                self.a_op_known.d.next = self.c_known[c].q.val();
+                self.a_op_data.d.next = self.c_data[c].q.val();
+                self.a_nak_bad.d.next = self.c_nak_bad[c].q.val();
+                self.a_cm_bad.d.next = self.c_cm_bad[c].q.val();
+                self.a_hl_th.d.next = self.c_hl_th[c].q.val();
+                self.a_poff.d.next = self.c_poff[c].q.val();
+            }
+        }
         // Every length below the IP header is compared with the IP total length against a sum of
         // small numbers (IP header, UDP, BTH, ICRC, transport header), so no subtraction chain
         // sits in front of the comparisons.
-        self.a_hl_th.d.next = self.ip_hlen.val() + self.th_len.val() + 24_u64;
-        self.a_l4_len.d.next = self.ip_total.val() - self.ip_hlen.val();
-        self.a_poff.d.next = bit_cast::<16, 17>(
-            self.eth_len.val() + self.ip_hlen.val() + self.th_len.val() + 20_u64,
-        );
-        self.a_nak_bad.d.next = (self.opcode.val() == self.k_op_nak.val())
-            & (self.nak_reason.val() != self.k_nak_rnr.val())
-            & (self.nak_reason.val() != self.k_nak_invalid.val())
-            & (self.nak_reason.val() != self.k_nak_access.val())
-            & (self.nak_reason.val() != self.k_nak_window.val());
-        self.a_cm_bad.d.next = (self.opcode.val() == self.k_op_cm.val())
-            & ((self.cm_kind.val() < self.k_cm_first.val())
-                | (self.cm_kind.val() > self.k_cm_last.val()));
         self.a_bth_bad.d.next = (self.f4.val().get_bits::<4>(1024 - 8 * 43 - 8) != 0_u64)
             | (self.f4.val().get_bits::<2>(1024 - 8 * 43 - 4) != 0_u64)
             | (self.f4.val().get_bits::<16>(1024 - 8 * 44 - 16) != self.k_pkey.val());
-        self.a_udp_len.d.next =
-            bit_cast::<17, 16>(self.f4.val().get_bits::<16>(1024 - 8 * 38 - 16));
         self.a_dport_bad.d.next =
             self.f4.val().get_bits::<16>(1024 - 8 * 36 - 16) != self.udp_port.val();
         self.a_v6_nh_bad.d.next =
@@ -1037,7 +1450,7 @@ impl Logic for RxParser {
         // Ten 16-bit words sum to at most 10 · 0xFFFF, and their one's-complement sum
         // (the sum folded twice) is 0xFFFF exactly when the sum is a non-zero multiple of
         // 0xFFFF: ten parallel compares instead of two folding adds after this one.
-        self.ip_sum.next = self.a_sum_lo.q.val() + self.a_sum_hi.q.val();
+        self.ip_sum.next = self.a_sum.q.val();
         self.ip_sum_ok.next = (self.ip_sum.val() == 65535_u64)
             | (self.ip_sum.val() == 131070_u64)
             | (self.ip_sum.val() == 196605_u64)
@@ -1049,28 +1462,16 @@ impl Logic for RxParser {
             | (self.ip_sum.val() == 589815_u64)
             | (self.ip_sum.val() == 655350_u64);
 
-        // Checks from the last to the first: the earliest failing one is written last.
+        // Checks from the last to the first: the earliest failing one is written last. Every
+        // check but the header sum's is a flag from stage A.
         self.err.next = 0.into();
-        // The IP header is 20 or 40 bytes by version, so "total below header + n" compares
-        // the total with a constant: no add in front of the compare.
-        self.short24.next = self.a_ip_total.q.val() < 44_u64;
-        self.short20.next = self.a_ip_total.q.val() < 40_u64;
-        self.short8.next = self.a_ip_total.q.val() < 28_u64;
-        if self.a_v6.q.val() {
-            self.short24.next = self.a_ip_total.q.val() < 64_u64;
-            self.short20.next = self.a_ip_total.q.val() < 60_u64;
-            self.short8.next = self.a_ip_total.q.val() < 48_u64;
-        }
-        if !self.a_op_data.q.val() & (self.a_ip_total.q.val() != self.a_hl_th.q.val()) {
+        if !self.a_op_data.q.val() & self.a_th_ne.q.val() {
             self.err.next = self.k_e_truncated.val();
         }
         if self.a_nak_bad.q.val() | self.a_cm_bad.q.val() {
             self.err.next = self.k_e_opcode.val();
         }
-        if self.a_ip_total.q.val() < self.a_hl_th.q.val() {
-            self.err.next = self.k_e_truncated.val();
-        }
-        if self.short24.val() {
+        if self.a_th_lt.q.val() | self.a_short24.q.val() {
             self.err.next = self.k_e_truncated.val();
         }
         if !self.a_op_known.q.val() {
@@ -1079,27 +1480,24 @@ impl Logic for RxParser {
         if self.a_bth_bad.q.val() {
             self.err.next = self.k_e_bth.val();
         }
-        if self.short20.val() {
+        if self.a_short20.q.val() {
             self.err.next = self.k_e_truncated.val();
         }
-        if (self.a_udp_len.q.val() != self.a_l4_len.q.val()) | self.a_dport_bad.q.val() {
+        if self.a_udp_bad.q.val() | self.a_dport_bad.q.val() {
             self.err.next = self.k_e_udp.val();
         }
-        if self.short8.val() {
+        if self.a_short8.q.val() {
             self.err.next = self.k_e_truncated.val();
         }
         if self.a_v6.q.val() {
             if self.a_v6_nh_bad.q.val() {
                 self.err.next = self.k_e_not_udp.val();
             }
-            if self.a_ip_total.q.val() > self.a_avail.q.val() {
+            if self.a_over_frame.q.val() {
                 self.err.next = self.k_e_truncated.val();
             }
             if self.a_v6_ver_bad.q.val() {
                 self.err.next = self.k_e_ip_header.val();
-            }
-            if self.a_avail.q.val() < 40_u64 {
-                self.err.next = self.k_e_truncated.val();
             }
         } else {
             if self.a_v4_proto_bad.q.val() {
@@ -1111,26 +1509,23 @@ impl Logic for RxParser {
             if self.a_v4_frag_bad.q.val() {
                 self.err.next = self.k_e_ip_header.val();
             }
-            if self.a_ip_total.q.val() > self.a_avail.q.val() {
+            if self.a_over_frame.q.val() {
                 self.err.next = self.k_e_truncated.val();
             }
-            if self.a_v4_ver_bad.q.val() | (self.a_ip_total.q.val() < 20_u64) {
+            if self.a_v4_ver_bad.q.val() | self.a_short_ip.q.val() {
                 self.err.next = self.k_e_ip_header.val();
             }
-            if self.a_avail.q.val() < 20_u64 {
-                self.err.next = self.k_e_truncated.val();
-            }
+        }
+        if self.a_frame_short.q.val() {
+            self.err.next = self.k_e_truncated.val();
         }
         if !self.a_v4.q.val() & !self.a_v6.q.val() {
             self.err.next = self.k_e_ethertype.val();
         }
-        if self.a_vlan.q.val() & (self.a_flen.q.val() < 18_u64) {
+        if self.a_flen_short.q.val() {
             self.err.next = self.k_e_truncated.val();
         }
-        if self.a_flen.q.val() < 14_u64 {
-            self.err.next = self.k_e_truncated.val();
-        }
-        if self.a_flen.q.val() > self.k_max_frame.val() {
+        if self.a_flen_long.q.val() {
             self.err.next = self.k_e_too_long.val();
         }
 
@@ -1193,5 +1588,22 @@ impl Logic for RxParser {
         self.out_payload_offset.next = self.poff2.q.val();
         self.out_payload_len.next = self.plen2.q.val();
         self.out_port.next = self.port2.q.val();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The RTL masks variant fields only in beats 1 to 7 of the realigned stream (`vj_hot`):
+    /// beat 0 is the LRH, folded into the CRC's initial state, and no variant field lies past
+    /// beat 7.
+    #[test]
+    fn variant_fields_lie_in_beats_one_to_seven() {
+        for v6 in [false, true] {
+            assert_eq!(stream_mask(v6, 0), 0);
+            assert!((1..8).any(|j| stream_mask(v6, j) != 0));
+            assert!((8..32).all(|j| stream_mask(v6, j) == 0));
+        }
     }
 }

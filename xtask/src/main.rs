@@ -422,9 +422,13 @@ fn synth(args: &[String]) -> Result {
         } else {
             String::new()
         };
+        // A register named `..._dup[N]` in the RTL is a replica of another, there to give a
+        // net with a thousand loads a twin that serves a few; yosys would merge it back into
+        // its twin (same input, same clock) unless its flip-flop is kept.
         let script = format!(
             "read_verilog {0}/{name}.v {0}/{name}_board.v; hierarchy -top board_top; proc; \
-             flatten; {fsm}synth_ecp5 -top board_top -json {1}",
+             flatten; setattr -set keep 1 w:*_dup$* %ci1 t:$dff %i; \
+             {fsm}synth_ecp5 -top board_top -json {1}",
             dir.display(),
             json.display()
         );
