@@ -20,9 +20,12 @@
 //!   the first that fails, in `parse_frame`'s order.
 //!
 //! The verdict for a frame is valid (`out_valid` high for one cycle) four cycles after its
-//! last beat: the headers are copied aside at the end of the frame; stage A removes the VLAN
-//! and IPv6 shifts, extracts the fields and sums the IPv4 header (a tree of adds); stage B
-//! compares the lengths and picks the first failing check, from registers only, while the
+//! last beat: the headers are copied aside at the end of the frame, and beside the copy
+//! whatever depends on the framing (tagged or not, IPv4 or IPv6) is computed from the capture
+//! registers for all four framings at once (the header sum's partial sums, the opcode's
+//! lengths and checks, the UDP length check); stage A selects those by framing, removes the
+//! VLAN and IPv6 shifts for the fields, finishes the IPv4 header sum and evaluates every
+//! length check as a flag; stage B picks the first failing check, from flags only, while the
 //! ICRC's last beat goes through the CRC. Frames may follow each other back to back, down to
 //! one beat each.
 //!
