@@ -179,6 +179,11 @@ pub struct RxParser {
     k_cm_first: Constant<Bits<8>>,
     k_cm_last: Constant<Bits<8>>,
     k_mask_v4: [Constant<Bits<64>>; 8],
+    // Per framing (untagged IPv4, tagged IPv4, untagged IPv6, tagged IPv6): added to the
+    // transport header's length for `c_hl_th`, `c_poff` and `c_hlx`.
+    k_hl_th_add: [Constant<Bits<17>>; 4],
+    k_poff_add: [Constant<Bits<17>>; 4],
+    k_hlx_add: [Constant<Bits<17>>; 4],
     k_mask_v6: [Constant<Bits<64>>; 8],
 
     // Frame capture.
@@ -346,6 +351,12 @@ pub struct RxParser {
     th_len: Signal<Local, Bits<17>>,
     // One framing's opcode and what it implies (see `c_hl_th`).
     cand_op: Signal<Local, Bits<8>>,
+    cand_ops: Signal<Local, Bits<32>>,
+    cand_cms: Signal<Local, Bits<32>>,
+    cand_naks: Signal<Local, Bits<32>>,
+    cand_cm: Signal<Local, Bits<8>>,
+    cand_nak: Signal<Local, Bits<8>>,
+    cand_poff: Signal<Local, Bits<17>>,
     cand_known: Signal<Local, Bit>,
     cand_data: Signal<Local, Bit>,
     frame_sel: Signal<Local, Bits<2>>,
@@ -475,6 +486,9 @@ impl Default for RxParser {
             k_cm_first: k(CmKind::FIRST as u64),
             k_cm_last: k(CmKind::LAST as u64),
             k_mask_v4: core::array::from_fn(|j| k(stream_mask(false, j))),
+            k_hl_th_add: [44, 44, 64, 64].map(k),
+            k_poff_add: [54, 58, 74, 78].map(k),
+            k_hlx_add: [44, 44, 24, 24].map(k),
             k_mask_v6: core::array::from_fn(|j| k(stream_mask(true, j))),
             beat: Default::default(),
             bytes: Default::default(),
@@ -602,6 +616,12 @@ impl Default for RxParser {
             v_over: Default::default(),
             th_len: Default::default(),
             cand_op: Default::default(),
+            cand_ops: Default::default(),
+            cand_cms: Default::default(),
+            cand_naks: Default::default(),
+            cand_cm: Default::default(),
+            cand_nak: Default::default(),
+            cand_poff: Default::default(),
             cand_known: Default::default(),
             cand_data: Default::default(),
             frame_sel: Default::default(),
@@ -1019,182 +1039,79 @@ impl Logic for RxParser {
             + bit_cast::<20, 16>(self.h[4].q.val().get_bits::<16>(48));
         self.p_t_x.d.next = bit_cast::<20, 16>(self.h[3].q.val().get_bits::<16>(32))
             + bit_cast::<20, 16>(self.h[4].q.val().get_bits::<16>(16));
-        // untagged IPv4 (byte 42).
-        self.cand_op.next = self.h[5].q.val().get_bits::<8>(40);
-        self.th_len.next = 0.into();
-        self.cand_known.next = true;
-        self.cand_data.next = false;
-        if self.cand_op.val() == self.k_op_send.val() {
-            self.th_len.next = self.k_len_send.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_send_imm.val() {
-            self.th_len.next = self.k_len_send_imm.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_write.val() {
-            self.th_len.next = self.k_len_write.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_write_imm.val() {
-            self.th_len.next = self.k_len_write_imm.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_ack.val() {
-            self.th_len.next = self.k_len_ack.val();
-        } else if self.cand_op.val() == self.k_op_nak.val() {
-            self.th_len.next = self.k_len_nak.val();
-        } else if self.cand_op.val() == self.k_op_cm.val() {
-            self.th_len.next = self.k_len_cm.val();
-        } else {
-            self.cand_known.next = false;
+        // The opcode, CM kind and NAK reason at each framing's offset (framing `c` in byte `c`:
+        // the opcode at byte 42, 46, 62 or 66), then one decode per framing.
+        self.cand_ops.next = (bit_cast::<32, 8>(self.h[5].q.val().get_bits::<8>(40)) << 0_u64)
+            | (bit_cast::<32, 8>(self.h[5].q.val().get_bits::<8>(8)) << 8_u64)
+            | (bit_cast::<32, 8>(self.h[7].q.val().get_bits::<8>(8)) << 16_u64)
+            | (bit_cast::<32, 8>(self.h[8].q.val().get_bits::<8>(40)) << 24_u64);
+        self.cand_cms.next = (bit_cast::<32, 8>(self.h[6].q.val().get_bits::<8>(8)) << 0_u64)
+            | (bit_cast::<32, 8>(self.h[7].q.val().get_bits::<8>(40)) << 8_u64)
+            | (bit_cast::<32, 8>(self.h[9].q.val().get_bits::<8>(40)) << 16_u64)
+            | (bit_cast::<32, 8>(self.h[9].q.val().get_bits::<8>(8)) << 24_u64);
+        self.cand_naks.next = (bit_cast::<32, 8>(self.h[7].q.val().get_bits::<8>(56)) << 0_u64)
+            | (bit_cast::<32, 8>(self.h[7].q.val().get_bits::<8>(24)) << 8_u64)
+            | (bit_cast::<32, 8>(self.h[9].q.val().get_bits::<8>(24)) << 16_u64)
+            | (bit_cast::<32, 8>(self.h[10].q.val().get_bits::<8>(56)) << 24_u64);
+        for c in 0_usize..4 {
+            self.cand_op.next = self.cand_ops.val().get_bits::<8>(8 * c);
+            self.th_len.next = 0.into();
+            self.cand_known.next = true;
+            self.cand_data.next = false;
+            if self.cand_op.val() == self.k_op_send.val() {
+                self.th_len.next = self.k_len_send.val();
+                self.cand_data.next = true;
+            } else if self.cand_op.val() == self.k_op_send_imm.val() {
+                self.th_len.next = self.k_len_send_imm.val();
+                self.cand_data.next = true;
+            } else if self.cand_op.val() == self.k_op_write.val() {
+                self.th_len.next = self.k_len_write.val();
+                self.cand_data.next = true;
+            } else if self.cand_op.val() == self.k_op_write_imm.val() {
+                self.th_len.next = self.k_len_write_imm.val();
+                self.cand_data.next = true;
+            } else if self.cand_op.val() == self.k_op_ack.val() {
+                self.th_len.next = self.k_len_ack.val();
+            } else if self.cand_op.val() == self.k_op_nak.val() {
+                self.th_len.next = self.k_len_nak.val();
+            } else if self.cand_op.val() == self.k_op_cm.val() {
+                self.th_len.next = self.k_len_cm.val();
+            } else {
+                self.cand_known.next = false;
+            }
+            // IP header + transport header + 24 (UDP, BTH, ICRC); Ethernet + IP + UDP + BTH +
+            // transport header; the first less the 40 an IPv6 length field leaves out.
+            self.c_hl_th[c].d.next = self.th_len.val() + self.k_hl_th_add[c].val();
+            self.cand_poff.next = self.th_len.val() + self.k_poff_add[c].val();
+            self.c_poff[c].d.next = self.cand_poff.val().get_bits::<16>(0);
+            self.c_hlx[c].d.next = self.th_len.val() + self.k_hlx_add[c].val();
+            self.c_known[c].d.next = self.cand_known.val();
+            self.c_data[c].d.next = self.cand_data.val();
+            self.cand_nak.next = self.cand_naks.val().get_bits::<8>(8 * c);
+            self.c_nak_bad[c].d.next = (self.cand_op.val() == self.k_op_nak.val())
+                & (self.cand_nak.val() != self.k_nak_rnr.val())
+                & (self.cand_nak.val() != self.k_nak_invalid.val())
+                & (self.cand_nak.val() != self.k_nak_access.val())
+                & (self.cand_nak.val() != self.k_nak_window.val());
+            self.cand_cm.next = self.cand_cms.val().get_bits::<8>(8 * c);
+            self.c_cm_bad[c].d.next = (self.cand_op.val() == self.k_op_cm.val())
+                & ((self.cand_cm.val() < self.k_cm_first.val())
+                    | (self.cand_cm.val() > self.k_cm_last.val()));
         }
-        // IP header + transport header + 24 (UDP, BTH, ICRC); Ethernet + IP + UDP + BTH +
-        // transport header.
-        self.c_hl_th[0].d.next = self.th_len.val() + 44_u64;
-        self.c_poff[0].d.next = bit_cast::<16, 17>(self.th_len.val() + 54_u64);
-        self.c_known[0].d.next = self.cand_known.val();
-        self.c_hlx[0].d.next = self.th_len.val() + 44_u64;
+        // The frame length less the headers before the IP payload length (Ethernet, and
+        // IPv6's 40), and the UDP length check, per framing.
         self.c_avail[0].d.next = bit_cast::<17, 16>(self.flen1.q.val()) - 14_u64;
         self.c_udp_ne[0].d.next = bit_cast::<17, 16>(self.h[4].q.val().get_bits::<16>(0)) + 20_u64
             != bit_cast::<17, 16>(self.h[2].q.val().get_bits::<16>(48));
-        self.c_data[0].d.next = self.cand_data.val();
-        self.c_nak_bad[0].d.next = (self.cand_op.val() == self.k_op_nak.val())
-            & (self.h[7].q.val().get_bits::<8>(56) != self.k_nak_rnr.val())
-            & (self.h[7].q.val().get_bits::<8>(56) != self.k_nak_invalid.val())
-            & (self.h[7].q.val().get_bits::<8>(56) != self.k_nak_access.val())
-            & (self.h[7].q.val().get_bits::<8>(56) != self.k_nak_window.val());
-        self.c_cm_bad[0].d.next = (self.cand_op.val() == self.k_op_cm.val())
-            & ((self.h[6].q.val().get_bits::<8>(8) < self.k_cm_first.val())
-                | (self.h[6].q.val().get_bits::<8>(8) > self.k_cm_last.val()));
-        // tagged IPv4 (byte 46).
-        self.cand_op.next = self.h[5].q.val().get_bits::<8>(8);
-        self.th_len.next = 0.into();
-        self.cand_known.next = true;
-        self.cand_data.next = false;
-        if self.cand_op.val() == self.k_op_send.val() {
-            self.th_len.next = self.k_len_send.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_send_imm.val() {
-            self.th_len.next = self.k_len_send_imm.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_write.val() {
-            self.th_len.next = self.k_len_write.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_write_imm.val() {
-            self.th_len.next = self.k_len_write_imm.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_ack.val() {
-            self.th_len.next = self.k_len_ack.val();
-        } else if self.cand_op.val() == self.k_op_nak.val() {
-            self.th_len.next = self.k_len_nak.val();
-        } else if self.cand_op.val() == self.k_op_cm.val() {
-            self.th_len.next = self.k_len_cm.val();
-        } else {
-            self.cand_known.next = false;
-        }
-        // IP header + transport header + 24 (UDP, BTH, ICRC); Ethernet + IP + UDP + BTH +
-        // transport header.
-        self.c_hl_th[1].d.next = self.th_len.val() + 44_u64;
-        self.c_poff[1].d.next = bit_cast::<16, 17>(self.th_len.val() + 58_u64);
-        self.c_known[1].d.next = self.cand_known.val();
-        self.c_hlx[1].d.next = self.th_len.val() + 44_u64;
         self.c_avail[1].d.next = bit_cast::<17, 16>(self.flen1.q.val()) - 18_u64;
         self.c_udp_ne[1].d.next = bit_cast::<17, 16>(self.h[5].q.val().get_bits::<16>(32)) + 20_u64
             != bit_cast::<17, 16>(self.h[2].q.val().get_bits::<16>(16));
-        self.c_data[1].d.next = self.cand_data.val();
-        self.c_nak_bad[1].d.next = (self.cand_op.val() == self.k_op_nak.val())
-            & (self.h[7].q.val().get_bits::<8>(24) != self.k_nak_rnr.val())
-            & (self.h[7].q.val().get_bits::<8>(24) != self.k_nak_invalid.val())
-            & (self.h[7].q.val().get_bits::<8>(24) != self.k_nak_access.val())
-            & (self.h[7].q.val().get_bits::<8>(24) != self.k_nak_window.val());
-        self.c_cm_bad[1].d.next = (self.cand_op.val() == self.k_op_cm.val())
-            & ((self.h[7].q.val().get_bits::<8>(40) < self.k_cm_first.val())
-                | (self.h[7].q.val().get_bits::<8>(40) > self.k_cm_last.val()));
-        // untagged IPv6 (byte 62).
-        self.cand_op.next = self.h[7].q.val().get_bits::<8>(8);
-        self.th_len.next = 0.into();
-        self.cand_known.next = true;
-        self.cand_data.next = false;
-        if self.cand_op.val() == self.k_op_send.val() {
-            self.th_len.next = self.k_len_send.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_send_imm.val() {
-            self.th_len.next = self.k_len_send_imm.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_write.val() {
-            self.th_len.next = self.k_len_write.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_write_imm.val() {
-            self.th_len.next = self.k_len_write_imm.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_ack.val() {
-            self.th_len.next = self.k_len_ack.val();
-        } else if self.cand_op.val() == self.k_op_nak.val() {
-            self.th_len.next = self.k_len_nak.val();
-        } else if self.cand_op.val() == self.k_op_cm.val() {
-            self.th_len.next = self.k_len_cm.val();
-        } else {
-            self.cand_known.next = false;
-        }
-        // IP header + transport header + 24 (UDP, BTH, ICRC); Ethernet + IP + UDP + BTH +
-        // transport header.
-        self.c_hl_th[2].d.next = self.th_len.val() + 64_u64;
-        self.c_poff[2].d.next = bit_cast::<16, 17>(self.th_len.val() + 74_u64);
-        self.c_known[2].d.next = self.cand_known.val();
-        self.c_hlx[2].d.next = self.th_len.val() + 24_u64;
         self.c_avail[2].d.next = bit_cast::<17, 16>(self.flen1.q.val()) - 54_u64;
         self.c_udp_ne[2].d.next = bit_cast::<17, 16>(self.h[7].q.val().get_bits::<16>(32))
             != bit_cast::<17, 16>(self.h[2].q.val().get_bits::<16>(32));
-        self.c_data[2].d.next = self.cand_data.val();
-        self.c_nak_bad[2].d.next = (self.cand_op.val() == self.k_op_nak.val())
-            & (self.h[9].q.val().get_bits::<8>(24) != self.k_nak_rnr.val())
-            & (self.h[9].q.val().get_bits::<8>(24) != self.k_nak_invalid.val())
-            & (self.h[9].q.val().get_bits::<8>(24) != self.k_nak_access.val())
-            & (self.h[9].q.val().get_bits::<8>(24) != self.k_nak_window.val());
-        self.c_cm_bad[2].d.next = (self.cand_op.val() == self.k_op_cm.val())
-            & ((self.h[9].q.val().get_bits::<8>(40) < self.k_cm_first.val())
-                | (self.h[9].q.val().get_bits::<8>(40) > self.k_cm_last.val()));
-        // tagged IPv6 (byte 66).
-        self.cand_op.next = self.h[8].q.val().get_bits::<8>(40);
-        self.th_len.next = 0.into();
-        self.cand_known.next = true;
-        self.cand_data.next = false;
-        if self.cand_op.val() == self.k_op_send.val() {
-            self.th_len.next = self.k_len_send.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_send_imm.val() {
-            self.th_len.next = self.k_len_send_imm.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_write.val() {
-            self.th_len.next = self.k_len_write.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_write_imm.val() {
-            self.th_len.next = self.k_len_write_imm.val();
-            self.cand_data.next = true;
-        } else if self.cand_op.val() == self.k_op_ack.val() {
-            self.th_len.next = self.k_len_ack.val();
-        } else if self.cand_op.val() == self.k_op_nak.val() {
-            self.th_len.next = self.k_len_nak.val();
-        } else if self.cand_op.val() == self.k_op_cm.val() {
-            self.th_len.next = self.k_len_cm.val();
-        } else {
-            self.cand_known.next = false;
-        }
-        // IP header + transport header + 24 (UDP, BTH, ICRC); Ethernet + IP + UDP + BTH +
-        // transport header.
-        self.c_hl_th[3].d.next = self.th_len.val() + 64_u64;
-        self.c_poff[3].d.next = bit_cast::<16, 17>(self.th_len.val() + 78_u64);
-        self.c_known[3].d.next = self.cand_known.val();
-        self.c_hlx[3].d.next = self.th_len.val() + 24_u64;
         self.c_avail[3].d.next = bit_cast::<17, 16>(self.flen1.q.val()) - 58_u64;
         self.c_udp_ne[3].d.next = bit_cast::<17, 16>(self.h[7].q.val().get_bits::<16>(0))
             != bit_cast::<17, 16>(self.h[2].q.val().get_bits::<16>(0));
-        self.c_data[3].d.next = self.cand_data.val();
-        self.c_nak_bad[3].d.next = (self.cand_op.val() == self.k_op_nak.val())
-            & (self.h[10].q.val().get_bits::<8>(56) != self.k_nak_rnr.val())
-            & (self.h[10].q.val().get_bits::<8>(56) != self.k_nak_invalid.val())
-            & (self.h[10].q.val().get_bits::<8>(56) != self.k_nak_access.val())
-            & (self.h[10].q.val().get_bits::<8>(56) != self.k_nak_window.val());
-        self.c_cm_bad[3].d.next = (self.cand_op.val() == self.k_op_cm.val())
-            & ((self.h[9].q.val().get_bits::<8>(8) < self.k_cm_first.val())
-                | (self.h[9].q.val().get_bits::<8>(8) > self.k_cm_last.val()));
 
         // ---- Stage A: the framing shifts, the fields, the opcode's header length, the sums.
         // Computed from the snapshot in every cycle; only a cycle after `snap_valid` is read.
