@@ -407,13 +407,20 @@ pub struct TxEngine<const C: usize> {
     rc_iss: DFF<Bits<TAG_PTR_BITS>>,
     rc_done: DFF<Bits<TAG_PTR_BITS>>,
     rc_used: DFF<Bits<TAG_PTR_BITS>>,
+    // The oldest unused read has finished, and its fault bit: both from the values of the
+    // cycle before, so that Wait's decision starts at flip-flops, not at a pointer compare and
+    // a 32-way select. A read seen a cycle late only waits a cycle; the pointer they read
+    // moves only in Wait's last cycle or at a reset, and neither is followed by Wait.
+    rc_avail: DFF<Bit>,
+    rc_err: DFF<Bit>,
     // Every read tag in use, every fault bit in use: kept beside the pointers from their next
     // values, so that the read arbiter tests a flip-flop, not a subtraction and a compare.
     tq_full: DFF<Bit>,
     rc_full: DFF<Bit>,
-    // The payload ring has room for the front end's payload (`fbeats`), from the values the
-    // registers take at this edge; see the end of `update`.
+    // The payload ring has room for the front end's payload (`fbeats`); see the end of
+    // `update`. `free` is the room left, from the registers' values of the cycle before.
     room_ok: DFF<Bit>,
+    free: DFF<Bits<PTR_BITS>>,
     // Payload ring, in beats: reserved up to `pres`, written up to `pwr`, handed to the
     // builder (or skipped) up to `hend`; `low_q` is the oldest beat still to stream.
     pres: DFF<Bits<PTR_BITS>>,
@@ -441,6 +448,11 @@ pub struct TxEngine<const C: usize> {
     thlen: DFF<Bits<6>>,
     conn_ok: DFF<Bit>,
     len_bad: DFF<Bit>,
+    // The payload's end in the message (offset + length) and the length's compare with the
+    // largest payload, made while the descriptor is taken in Idle, so that Decode's length
+    // check is one compare, not an add and a compare beside another compare.
+    end33: DFF<Bits<33>>,
+    plen_big: DFF<Bit>,
     port_bad: DFF<Bit>,
     // The payload length's compares, registered in Decode beside `len_bad` (Check's verdict
     // decides the job write and the slot counter: two 32-bit compares behind it put nine
@@ -508,7 +520,6 @@ pub struct TxEngine<const C: usize> {
     g_msg_len: Signal<Local, Bits<32>>,
     g_plen: Signal<Local, Bits<32>>,
     g_laddr: Signal<Local, Bits<64>>,
-    g_end33: Signal<Local, Bits<33>>,
     g_port: Signal<Local, Bits<8>>,
     c_valid: Signal<Local, Bit>,
     c_fcount: Signal<Local, Bits<16>>,
@@ -584,13 +595,13 @@ pub struct TxEngine<const C: usize> {
     r_pay: Signal<Local, Bit>,
     r_cm: Signal<Local, Bit>,
     rewind: Signal<Local, Bit>,
+    rc_inc: Signal<Local, Bit>,
     n_got: Signal<Local, Bits<4>>,
     desc_out_next: Signal<Local, Bits<TAG_PTR_BITS>>,
     store_addr: Signal<Local, Bits<STORE_BITS>>,
     fault_w: Signal<Local, Bits<65>>,
     rc_w: Signal<Local, Bits<TAG_BITS>>,
     rc_r: Signal<Local, Bits<TAG_BITS>>,
-    r_err: Signal<Local, Bit>,
     jw_en: Signal<Local, Bit>,
     jw_bad: Signal<Local, Bit>,
     jw_refuse: Signal<Local, Bit>,
@@ -920,9 +931,12 @@ impl<const C: usize> Default for TxEngine<C> {
             rc_iss: Default::default(),
             rc_done: Default::default(),
             rc_used: Default::default(),
+            rc_avail: Default::default(),
+            rc_err: Default::default(),
             tq_full: Default::default(),
             rc_full: Default::default(),
             room_ok: Default::default(),
+            free: Default::default(),
             pres: Default::default(),
             pwr: Default::default(),
             hend: Default::default(),
@@ -945,6 +959,8 @@ impl<const C: usize> Default for TxEngine<C> {
             thlen: Default::default(),
             conn_ok: Default::default(),
             len_bad: Default::default(),
+            end33: Default::default(),
+            plen_big: Default::default(),
             plen_is_cm: Default::default(),
             plen_zero: Default::default(),
             port_bad: Default::default(),
@@ -1003,7 +1019,6 @@ impl<const C: usize> Default for TxEngine<C> {
             g_msg_len: Default::default(),
             g_plen: Default::default(),
             g_laddr: Default::default(),
-            g_end33: Default::default(),
             g_port: Default::default(),
             c_valid: Default::default(),
             c_fcount: Default::default(),
@@ -1078,13 +1093,13 @@ impl<const C: usize> Default for TxEngine<C> {
             r_pay: Default::default(),
             r_cm: Default::default(),
             rewind: Default::default(),
+            rc_inc: Default::default(),
             n_got: Default::default(),
             desc_out_next: Default::default(),
             store_addr: Default::default(),
             fault_w: Default::default(),
             rc_w: Default::default(),
             rc_r: Default::default(),
-            r_err: Default::default(),
             jw_en: Default::default(),
             jw_bad: Default::default(),
             jw_refuse: Default::default(),
@@ -1141,9 +1156,12 @@ impl<const C: usize> Logic for TxEngine<C> {
             rc_iss,
             rc_done,
             rc_used,
+            rc_avail,
+            rc_err,
             tq_full,
             rc_full,
             room_ok,
+            free,
             pres,
             pwr,
             hend,
@@ -1166,6 +1184,8 @@ impl<const C: usize> Logic for TxEngine<C> {
             thlen,
             conn_ok,
             len_bad,
+            end33,
+            plen_big,
             plen_is_cm,
             plen_zero,
             port_bad,
@@ -1324,8 +1344,6 @@ impl<const C: usize> Logic for TxEngine<C> {
             .q
             .val()
             .get_bits::<64>(self.k_d_laddr.val().index());
-        self.g_end33.next =
-            bit_cast::<33, 32>(self.g_offset.val()) + bit_cast::<33, 32>(self.g_plen.val());
         self.g_port.next = self
             .fdesc
             .q
@@ -1713,10 +1731,22 @@ impl<const C: usize> Logic for TxEngine<C> {
         }
 
         // ---- Front end: checks in the model's order, then the read.
+        self.rc_inc.next = false;
         match self.fstate.q.val() {
             FState::Idle => {
                 if self.nf_valid.q.val() & self.ring_enable.q.val() & !self.ring_reset.q.val() {
                     self.fdesc.d.next = self.nf.q.val();
+                    self.end33.d.next = bit_cast::<33, 32>(
+                        self.nf
+                            .q
+                            .val()
+                            .get_bits::<32>(self.k_d_offset.val().index()),
+                    ) + bit_cast::<33, 32>(
+                        self.nf.q.val().get_bits::<32>(self.k_d_plen.val().index()),
+                    );
+                    self.plen_big.d.next =
+                        self.nf.q.val().get_bits::<32>(self.k_d_plen.val().index())
+                            > self.k_max_plen.val();
                     self.nf_valid.d.next = false;
                     if self.nf_bad.q.val() {
                         self.jw_en.next = true;
@@ -1741,8 +1771,8 @@ impl<const C: usize> Logic for TxEngine<C> {
                 }
                 self.conn_ok.d.next =
                     bit_cast::<33, 32>(self.g_conn.val()) < self.k_conn_limit.val();
-                self.len_bad.d.next = (self.g_plen.val() > self.k_max_plen.val())
-                    | (self.g_end33.val() > bit_cast::<33, 32>(self.g_msg_len.val()));
+                self.len_bad.d.next = self.plen_big.q.val()
+                    | (self.end33.q.val() > bit_cast::<33, 32>(self.g_msg_len.val()));
                 self.plen_is_cm.d.next = self.g_plen.val() == self.k_cm_len.val();
                 self.plen_zero.d.next = self.g_plen.val() == 0_u64;
                 // The whole byte counts: port 8 or 255 is as bad as any port past the count.
@@ -1798,6 +1828,7 @@ impl<const C: usize> Logic for TxEngine<C> {
                 if self.m_grant.val() {
                     self.jw_en.next = true;
                     self.jw_read.next = true;
+                    self.rc_inc.next = true;
                     self.rc_iss.d.next = self.rc_iss.q.val() + 1_u64;
                     if self.is_cm.q.val() {
                         self.cm_busy.d.next = true;
@@ -1972,7 +2003,8 @@ impl<const C: usize> Logic for TxEngine<C> {
 
         // ---- Back end: one descriptor at a time, in ring order.
         self.rc_r.next = self.rc_used.q.val().get_bits::<TAG_BITS>(0);
-        self.r_err.next = self.rerr.q.val().get_bit(self.rc_r.val().index());
+        self.rc_err.d.next = self.rerr.q.val().get_bit(self.rc_r.val().index());
+        self.rc_avail.d.next = self.rc_done.q.val() != self.rc_used.q.val();
         match self.state.q.val() {
             State::Idle => {
                 if self.nb_valid.q.val() & !self.ring_reset.q.val() {
@@ -2001,10 +2033,9 @@ impl<const C: usize> Logic for TxEngine<C> {
             State::Wait => {
                 if !self.b_read.val() {
                     self.state.d.next = State::Handoff;
-                } else if (self.rc_done.q.val() != self.rc_used.q.val()) & !self.ring_reset.q.val()
-                {
+                } else if self.rc_avail.q.val() & !self.ring_reset.q.val() {
                     self.rc_used.d.next = self.rc_used.q.val() + 1_u64;
-                    if self.r_err.val() {
+                    if self.rc_err.q.val() {
                         self.reason.d.next = self.k_r_dma.val();
                         self.state.d.next = State::Refuse;
                         if self.b_is_cm.val() {
@@ -2178,18 +2209,52 @@ impl<const C: usize> Logic for TxEngine<C> {
             | self.pay_slice.holding.val()
             | self.cb_pend.q.val();
         // Full: the pointers (one bit wider than the 32 entries) differ in the top bit only.
-        self.tq_full.d.next = (self.tq_wr.d.val() ^ self.tq_rd.d.val()) == self.k_tags.val();
-        self.rc_full.d.next = (self.rc_iss.d.val() ^ self.rc_used.d.val()) == self.k_tags.val();
+        // Both compares are made for the writer's two possible next values, from flip-flops,
+        // and the grant picks one; an entry freed now is seen a cycle late (a reset frees
+        // none in its own cycle: the fault bits' pointers meet, the tags drain later).
+        if self.m_grant.val() | self.pf_grant.val() {
+            self.tq_full.d.next =
+                ((self.tq_wr.q.val() + 1_u64) ^ self.tq_rd.q.val()) == self.k_tags.val();
+        } else {
+            self.tq_full.d.next = (self.tq_wr.q.val() ^ self.tq_rd.q.val()) == self.k_tags.val();
+        }
+        if self.rc_inc.val() {
+            self.rc_full.d.next =
+                ((self.rc_iss.q.val() + 1_u64) ^ self.rc_used.q.val()) == self.k_tags.val();
+        } else {
+            self.rc_full.d.next = (self.rc_iss.q.val() ^ self.rc_used.q.val()) == self.k_tags.val();
+        }
+        if self.ring_reset.q.val() | self.rst.q.val() {
+            self.rc_full.d.next = false;
+        }
         // Room for `fbeats` more beats beside those reserved and not yet streamed. `pres` only
         // moves with a payload read's grant (or a reset), after which the front end passes
-        // through Idle and Check before it can issue again, so its current value is the one the
-        // next issue sees; `low_q` only moves forward, and its next value is the newest.
-        self.used.next = self.pres.q.val() - self.low_q.d.val();
-        self.room_ok.d.next = (bit_cast::<13, PTR_BITS>(self.fbeats.d.val())
-            + bit_cast::<13, PTR_BITS>(self.used.val()))
-            <= bit_cast::<13, PTR_BITS>(self.k_buf_beats.val());
+        // through Idle, Decode and Conn before Check loads `fbeats`, so `free`, a cycle late,
+        // has seen it; `low_q` only moves forward, so a late value leaves less room, never
+        // more. The reserved beats never exceed the ring, so `free` does not wrap.
+        self.used.next = self.pres.q.val() - self.low_q.q.val();
+        self.free.d.next = self.k_buf_beats.val() - self.used.val();
+        self.room_ok.d.next = self.fbeats.d.val() <= self.free.q.val();
         self.draining.d.next = self.drain.d.val() != 0_u64;
-        self.dropping.d.next = self.desc_drop.d.val() != 0_u64;
+        // `desc_drop != 0` case by case from flip-flops, as the count's next value is chosen
+        // above (a decrement, a rewind, a reset), not from that value's compare.
+        self.dropping.d.next = self.dropping.q.val();
+        if self.r_end.val() & !self.draining.q.val() & self.k_is_desc.val() & self.dropping.q.val()
+        {
+            self.dropping.d.next = self.desc_drop.q.val() != 1_u64;
+        }
+        if self.rewind.val() {
+            // A rewind ends a descriptor read, so `desc_out_next` is `desc_out` less one, plus
+            // one if a descriptor read is granted now.
+            if self.pf_grant.val() {
+                self.dropping.d.next = self.desc_out.q.val() != 0_u64;
+            } else {
+                self.dropping.d.next = self.desc_out.q.val() != 1_u64;
+            }
+        }
+        if self.ring_reset.q.val() | self.rst.q.val() {
+            self.dropping.d.next = false;
+        }
     }
 }
 
