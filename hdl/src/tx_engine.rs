@@ -2210,8 +2210,9 @@ impl<const C: usize> Logic for TxEngine<C> {
             | self.cb_pend.q.val();
         // Full: the pointers (one bit wider than the 32 entries) differ in the top bit only.
         // Both compares are made for the writer's two possible next values, from flip-flops,
-        // and the grant picks one; an entry freed now is seen a cycle late (a reset frees
-        // none in its own cycle: the fault bits' pointers meet, the tags drain later).
+        // and the grant picks one; an entry freed now is seen a cycle late, which only delays
+        // the next read by a cycle when every entry is in use. A ring reset leaves the read
+        // tags to drain but makes the fault bits' pointers meet, so `rc_full` clears.
         if self.m_grant.val() | self.pf_grant.val() {
             self.tq_full.d.next =
                 ((self.tq_wr.q.val() + 1_u64) ^ self.tq_rd.q.val()) == self.k_tags.val();
