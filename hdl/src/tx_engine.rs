@@ -413,8 +413,8 @@ pub struct TxEngine<const C: usize> {
     // moves only in Wait's last cycle or at a reset, and neither is followed by Wait.
     rc_avail: DFF<Bit>,
     rc_err: DFF<Bit>,
-    // Every read tag in use, every fault bit in use: kept beside the pointers from their next
-    // values, so that the read arbiter tests a flip-flop, not a subtraction and a compare.
+    // Every read tag in use, every fault bit in use: kept beside the pointers (see the end of
+    // `update`), so that the read arbiter tests a flip-flop, not a subtraction and a compare.
     tq_full: DFF<Bit>,
     rc_full: DFF<Bit>,
     // The payload ring has room for the front end's payload (`fbeats`); see the end of
@@ -516,7 +516,6 @@ pub struct TxEngine<const C: usize> {
     g_opcode: Signal<Local, Bits<8>>,
     g_flow: Signal<Local, Bits<16>>,
     g_conn: Signal<Local, Bits<32>>,
-    g_offset: Signal<Local, Bits<32>>,
     g_msg_len: Signal<Local, Bits<32>>,
     g_plen: Signal<Local, Bits<32>>,
     g_laddr: Signal<Local, Bits<64>>,
@@ -1015,7 +1014,6 @@ impl<const C: usize> Default for TxEngine<C> {
             g_opcode: Default::default(),
             g_flow: Default::default(),
             g_conn: Default::default(),
-            g_offset: Default::default(),
             g_msg_len: Default::default(),
             g_plen: Default::default(),
             g_laddr: Default::default(),
@@ -1324,11 +1322,6 @@ impl<const C: usize> Logic for TxEngine<C> {
             .q
             .val()
             .get_bits::<32>(self.k_d_conn.val().index());
-        self.g_offset.next = self
-            .fdesc
-            .q
-            .val()
-            .get_bits::<32>(self.k_d_offset.val().index());
         self.g_msg_len.next = self
             .fdesc
             .q
