@@ -16,7 +16,8 @@
 //! six faulting slots, so that batch reads fault often and are read again one descriptor at a
 //! time while later reads are still in flight.
 //!
-//! Default: 400 descriptors each. `FERROCE_LONG=1`: 20,000 and 5,000.
+//! Default: 400 descriptors each, 2,000 ring resets. `FERROCE_LONG=1`: 20,000 and 5,000
+//! descriptors, 20,000 resets.
 
 use ferroce_proto::hsi::{
     ConnectionEntry, Counter, Event, MAX_PAYLOAD_LEN, TX_DESCRIPTOR_LEN, TableId, TableSizes,
@@ -1039,7 +1040,7 @@ fn ring_reset_with_reads_in_flight_matches_the_model() {
         return;
     };
     bench.reg(regs::TXQ_LOG_SIZE, 5);
-    let rounds = if long() { 2_000 } else { 60 };
+    let rounds = if long() { 20_000 } else { 2_000 };
     let (mut busy_resets, mut cut_short, mut finished) = (0, 0, 0);
     for round in 0..rounds {
         let n = 1 + rng.below(20) as usize;
