@@ -8,7 +8,7 @@
 //! writer within a cycle and requires the readies to stay). With both ports always offering and
 //! no back-pressure, an event leaves every ten cycles.
 //!
-//! Default: 60 random runs. `FERROCE_LONG=1`: 2,000.
+//! Default: 600 random runs. `FERROCE_LONG=1`: 2,000.
 
 use ferroce_proto::hsi::Counter;
 use ferroce_sim::rng::Rng;
@@ -102,7 +102,7 @@ fn every_event_is_written_in_order_or_counted() {
     let runs = if std::env::var_os("FERROCE_LONG").is_some() {
         2_000
     } else {
-        60
+        600
     };
     let mut rng = Rng::new(0xe7e7);
     let (mut written, mut full, mut faults, mut port_changes) = (0, 0, 0, 0);

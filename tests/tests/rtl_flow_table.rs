@@ -2,7 +2,7 @@
 //! random classify / accept / ACK / read sequences on several flows, near and across the 2^24
 //! FSN wrap, compared operation by operation; and operations queued behind a busy one.
 //!
-//! Default: 20,000 operations. `FERROCE_LONG=1`: 1,000,000.
+//! Default: 200,000 operations. `FERROCE_LONG=1`: 1,000,000.
 
 use ferroce_proto::model::sack::{FlowRxState, SackClass};
 use ferroce_proto::wire::{FSN_MASK, fsn_add};
@@ -53,7 +53,7 @@ fn random_operation_sequences_match_the_model() {
     let ops = if std::env::var_os("FERROCE_LONG").is_some() {
         1_000_000
     } else {
-        20_000
+        200_000
     };
     let indices = [0u32, 1, 511, 1023];
     rtl.set_idle_indices(&indices);

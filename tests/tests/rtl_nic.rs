@@ -19,7 +19,7 @@
 //! cycle (the model takes them one by one), so the core's queues between parser, engine and
 //! payload extractor fill and drain as at line rate.
 //!
-//! Default: 1,500 steps (about 3,300 frames with the bursts). `FERROCE_LONG=1`: 1,000,000 steps
+//! Default: 10,000 steps (about 22,000 frames with the bursts). `FERROCE_LONG=1`: 1,000,000 steps
 //! (any count with `FERROCE_RTL_FRAMES=N`; 460,000 steps are about 1,000,000 frames);
 //! run the long mode in release: `cargo test --release -p ferroce-tests --test rtl_nic`.
 
@@ -699,7 +699,7 @@ fn rtl_nic_matches_the_model() {
         .unwrap_or(if std::env::var_os("FERROCE_LONG").is_some() {
             1_000_000
         } else {
-            1_500
+            10_000
         });
     let mut traffic = Traffic {
         rng: Rng::new(0xfe55),

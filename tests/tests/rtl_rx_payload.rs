@@ -21,7 +21,7 @@ fn payloads_come_out_realigned_and_discards_leave_nothing() {
     let rounds = if std::env::var_os("FERROCE_LONG").is_some() {
         2000
     } else {
-        40
+        400
     };
     for round in 0..rounds {
         let jobs: Vec<PayloadJob> = (0..25)

@@ -4,7 +4,7 @@
 //! eight (the builder overlaps consecutive frames). Byte-for-byte equality, ICRC included, and
 //! each frame on the port (`tdest`) its request named, every port in turn.
 //!
-//! Default: 600 frames. `FERROCE_LONG=1`: 50,000.
+//! Default: 6,000 frames. `FERROCE_LONG=1`: 50,000.
 
 use ferroce_proto::hsi::regs::MAX_PORTS;
 use ferroce_proto::wire::{IpRepr, Opcode, TransportRepr};
@@ -43,7 +43,7 @@ fn frames_match_the_specification_byte_for_byte() {
     let count = if std::env::var_os("FERROCE_LONG").is_some() {
         50_000
     } else {
-        600
+        6_000
     };
     let mut rng = Rng::new(0x7f7f);
     let mut stall_rng = SimRng::new(3);
