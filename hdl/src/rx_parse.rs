@@ -184,6 +184,11 @@ pub struct RxParser {
     k_hl_th_add: [Constant<Bits<17>>; 4],
     k_poff_add: [Constant<Bits<17>>; 4],
     k_hlx_add: [Constant<Bits<17>>; 4],
+    // Per framing: the IP length field's least values for a transport header of 24, 20 and 8
+    // bytes (the total's bound, less 40 for IPv6's payload length).
+    k_min24: [Constant<Bits<17>>; 4],
+    k_min20: [Constant<Bits<17>>; 4],
+    k_min8: [Constant<Bits<17>>; 4],
     k_mask_v6: [Constant<Bits<64>>; 8],
 
     // Frame capture.
@@ -341,6 +346,7 @@ pub struct RxParser {
     // The framing's IP length field, and each length check for all four framings (bit: the
     // framing's index).
     len_f: Signal<Local, Bits<17>>,
+    len_fields: Signal<Local, Bits<68>>,
     v_short24: Signal<Local, Bits<4>>,
     v_short20: Signal<Local, Bits<4>>,
     v_short8: Signal<Local, Bits<4>>,
@@ -489,6 +495,9 @@ impl Default for RxParser {
             k_hl_th_add: [44, 44, 64, 64].map(k),
             k_poff_add: [54, 58, 74, 78].map(k),
             k_hlx_add: [44, 44, 24, 24].map(k),
+            k_min24: [44, 44, 24, 24].map(k),
+            k_min20: [40, 40, 20, 20].map(k),
+            k_min8: [28, 28, 8, 8].map(k),
             k_mask_v6: core::array::from_fn(|j| k(stream_mask(true, j))),
             beat: Default::default(),
             bytes: Default::default(),
@@ -607,6 +616,7 @@ impl Default for RxParser {
             is_v6: Default::default(),
             ip_total: Default::default(),
             len_f: Default::default(),
+            len_fields: Default::default(),
             v_short24: Default::default(),
             v_short20: Default::default(),
             v_short8: Default::default(),
@@ -1160,97 +1170,38 @@ impl Logic for RxParser {
         self.v_th_ne.next = 0.into();
         self.v_th_lt.next = 0.into();
         self.v_over.next = 0.into();
-        // untagged IPv4.
-        self.len_f.next = bit_cast::<17, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 16 - 16));
-        if self.len_f.val() < 44_u64 {
-            self.v_short24.next = self.v_short24.val() | bits::<4>(1);
-        }
-        if self.len_f.val() < 40_u64 {
-            self.v_short20.next = self.v_short20.val() | bits::<4>(1);
-        }
-        if self.len_f.val() < 28_u64 {
-            self.v_short8.next = self.v_short8.val() | bits::<4>(1);
-        }
-        if self.len_f.val() < 20_u64 {
-            self.v_short_ip.next = self.v_short_ip.val() | bits::<4>(1);
-        }
-        if self.len_f.val() != self.c_hlx[0].q.val() {
-            self.v_th_ne.next = self.v_th_ne.val() | bits::<4>(1);
-        }
-        if self.len_f.val() < self.c_hlx[0].q.val() {
-            self.v_th_lt.next = self.v_th_lt.val() | bits::<4>(1);
-        }
-        if self.len_f.val() > self.c_avail[0].q.val() {
-            self.v_over.next = self.v_over.val() | bits::<4>(1);
-        }
-        // tagged IPv4.
-        self.len_f.next = bit_cast::<17, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 20 - 16));
-        if self.len_f.val() < 44_u64 {
-            self.v_short24.next = self.v_short24.val() | bits::<4>(2);
-        }
-        if self.len_f.val() < 40_u64 {
-            self.v_short20.next = self.v_short20.val() | bits::<4>(2);
-        }
-        if self.len_f.val() < 28_u64 {
-            self.v_short8.next = self.v_short8.val() | bits::<4>(2);
-        }
-        if self.len_f.val() < 20_u64 {
-            self.v_short_ip.next = self.v_short_ip.val() | bits::<4>(2);
-        }
-        if self.len_f.val() != self.c_hlx[1].q.val() {
-            self.v_th_ne.next = self.v_th_ne.val() | bits::<4>(2);
-        }
-        if self.len_f.val() < self.c_hlx[1].q.val() {
-            self.v_th_lt.next = self.v_th_lt.val() | bits::<4>(2);
-        }
-        if self.len_f.val() > self.c_avail[1].q.val() {
-            self.v_over.next = self.v_over.val() | bits::<4>(2);
-        }
-        // untagged IPv6.
-        self.len_f.next = bit_cast::<17, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 16));
-        if self.len_f.val() < 24_u64 {
-            self.v_short24.next = self.v_short24.val() | bits::<4>(4);
-        }
-        if self.len_f.val() < 20_u64 {
-            self.v_short20.next = self.v_short20.val() | bits::<4>(4);
-        }
-        if self.len_f.val() < 8_u64 {
-            self.v_short8.next = self.v_short8.val() | bits::<4>(4);
-        }
-        if self.len_f.val() < 20_u64 {
-            self.v_short_ip.next = self.v_short_ip.val() | bits::<4>(4);
-        }
-        if self.len_f.val() != self.c_hlx[2].q.val() {
-            self.v_th_ne.next = self.v_th_ne.val() | bits::<4>(4);
-        }
-        if self.len_f.val() < self.c_hlx[2].q.val() {
-            self.v_th_lt.next = self.v_th_lt.val() | bits::<4>(4);
-        }
-        if self.len_f.val() > self.c_avail[2].q.val() {
-            self.v_over.next = self.v_over.val() | bits::<4>(4);
-        }
-        // tagged IPv6.
-        self.len_f.next = bit_cast::<17, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 22 - 16));
-        if self.len_f.val() < 24_u64 {
-            self.v_short24.next = self.v_short24.val() | bits::<4>(8);
-        }
-        if self.len_f.val() < 20_u64 {
-            self.v_short20.next = self.v_short20.val() | bits::<4>(8);
-        }
-        if self.len_f.val() < 8_u64 {
-            self.v_short8.next = self.v_short8.val() | bits::<4>(8);
-        }
-        if self.len_f.val() < 20_u64 {
-            self.v_short_ip.next = self.v_short_ip.val() | bits::<4>(8);
-        }
-        if self.len_f.val() != self.c_hlx[3].q.val() {
-            self.v_th_ne.next = self.v_th_ne.val() | bits::<4>(8);
-        }
-        if self.len_f.val() < self.c_hlx[3].q.val() {
-            self.v_th_lt.next = self.v_th_lt.val() | bits::<4>(8);
-        }
-        if self.len_f.val() > self.c_avail[3].q.val() {
-            self.v_over.next = self.v_over.val() | bits::<4>(8);
+        // Framing `c`'s IP length field in bits 17c (after 16, 20, 18 or 22 bytes).
+        self.len_fields.next =
+            bit_cast::<68, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 16 - 16))
+                | (bit_cast::<68, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 20 - 16))
+                    << 17_u64)
+                | (bit_cast::<68, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 18 - 16))
+                    << 34_u64)
+                | (bit_cast::<68, 16>(self.flat.val().get_bits::<16>(1024 - 8 * 22 - 16))
+                    << 51_u64);
+        for c in 0_usize..4 {
+            self.len_f.next = self.len_fields.val().get_bits::<17>(17 * c);
+            if self.len_f.val() < self.k_min24[c].val() {
+                self.v_short24.next = self.v_short24.val().replace_bit(c, true);
+            }
+            if self.len_f.val() < self.k_min20[c].val() {
+                self.v_short20.next = self.v_short20.val().replace_bit(c, true);
+            }
+            if self.len_f.val() < self.k_min8[c].val() {
+                self.v_short8.next = self.v_short8.val().replace_bit(c, true);
+            }
+            if self.len_f.val() < 20_u64 {
+                self.v_short_ip.next = self.v_short_ip.val().replace_bit(c, true);
+            }
+            if self.len_f.val() != self.c_hlx[c].q.val() {
+                self.v_th_ne.next = self.v_th_ne.val().replace_bit(c, true);
+            }
+            if self.len_f.val() < self.c_hlx[c].q.val() {
+                self.v_th_lt.next = self.v_th_lt.val().replace_bit(c, true);
+            }
+            if self.len_f.val() > self.c_avail[c].q.val() {
+                self.v_over.next = self.v_over.val().replace_bit(c, true);
+            }
         }
         self.a_short24.d.next = false;
         self.a_short20.d.next = false;
