@@ -284,6 +284,7 @@ enum St {
     Finish,
     ScanRead,
     ScanCheck,
+    ScanCmp,
     ScanDecide,
     ScanOwn,
     ScanAct,
@@ -792,6 +793,11 @@ pub struct RxEngine {
     scan_deadline: Signal<Local, Bits<64>>,
     scan_due: Signal<Local, Bit>,
     scan_earlier: Signal<Local, Bit>,
+    // The scan's two compares, registered in ScanCmp and decided on in ScanDecide: a 64-bit
+    // compare, then a 64-bit select by its result into `min_next`, was the engine's longest
+    // path, in a sweep that has no cycle budget to keep.
+    scan_due_q: DFF<Bit>,
+    scan_earlier_q: DFF<Bit>,
     // The scan's two 64-bit compares as trees of half compares, as `timer_hit` is.
     sd_hi_lt: Signal<Local, Bit>,
     sd_hi_eq: Signal<Local, Bit>,
@@ -878,6 +884,8 @@ impl Logic for RxEngine {
             scan_idx,
             min_due,
             min_next,
+            scan_due_q,
+            scan_earlier_q,
             armed_count,
             reset_i,
             ctx_q,
@@ -1568,9 +1576,9 @@ impl Logic for RxEngine {
             self.acc_one.d.next = self.ft.res_unacked_one.val();
         }
 
-        // From `meta_hi` itself, not the overlaid `meta`: ScanDecide follows ScanCheck, never
-        // an Accept, so the timer-start overlay is never on there, and its select stays off
-        // the scan's compares.
+        // From `meta_hi` itself, not the overlaid `meta`: ScanCmp follows ScanCheck, never an
+        // Accept, so the timer-start overlay is never on there, and its select stays off the
+        // scan's compares.
         self.scan_deadline.next = self.meta_hi.q.val().get_bits::<64>(64);
         self.sd_hi_lt.next =
             self.scan_deadline.val().get_bits::<32>(32) < self.now_ns.val().get_bits::<32>(32);
@@ -1588,8 +1596,10 @@ impl Logic for RxEngine {
             self.scan_deadline.val().get_bits::<32>(0) < self.min_next.q.val().get_bits::<32>(0);
         self.scan_earlier.next = self.meta_hi.q.val().get_bit(128)
             & (self.se_hi_lt.val() | (self.se_hi_eq.val() & self.se_lo_lt.val()));
+        self.scan_due_q.d.next = self.scan_due.val();
+        self.scan_earlier_q.d.next = self.scan_earlier.val();
         self.scan_min.next = self.min_next.q.val();
-        if self.scan_earlier.val() {
+        if self.scan_earlier_q.q.val() {
             self.scan_min.next = self.scan_deadline.val();
         }
 
@@ -2223,13 +2233,18 @@ impl Logic for RxEngine {
                     self.ack_port.d.next = self.m_rd.val().get_bits::<PORT_BITS>(129);
                     self.ack_ts.d.next = self.m_rd.val().get_bits::<32>(32);
                     self.ack_flow.d.next = self.m_rd.val().get_bits::<16>(144);
+                    self.state.d.next = St::ScanCmp;
+                }
+                St::ScanCmp => {
+                    // The compares of the registered metadata with the clock and the earliest
+                    // deadline so far run here; their results are registered.
                     self.state.d.next = St::ScanDecide;
                 }
                 St::ScanDecide => {
                     // The connection entry read (address loaded in ScanCheck) arrives in the
                     // next cycle, in ScanConn. A flow not due goes on as ScanNext would, with
                     // the earliest deadline including its own.
-                    if self.scan_due.val() {
+                    if self.scan_due_q.q.val() {
                         self.state.d.next = St::ScanConn;
                     } else {
                         self.min_next.d.next = self.scan_min.val();

