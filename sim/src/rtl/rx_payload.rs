@@ -59,6 +59,9 @@ impl RtlPayload {
             misshapen_beats: 0,
         };
         me.set("reset", 1);
+        // Settle with the clock low first: Verilator sees no edge on a model's first
+        // evaluation, so the reset would reach no register.
+        me.rtl.eval();
         me.edge();
         me.set("reset", 0);
         Ok(me)

@@ -137,6 +137,10 @@ impl RtlTxFrame {
             gaps: 0,
         };
         me.rtl.set_u64(me.p.reset, 1);
+        // Settle with the clock low first: Verilator sees no edge on a model's first
+        // evaluation, so the reset would reach no register, and a reset value other than the
+        // registers' initial zero would be lost.
+        me.rtl.eval();
         me.edge();
         me.rtl.set_u64(me.p.reset, 0);
         Ok(me)
