@@ -2241,9 +2241,9 @@ impl Logic for RxEngine {
                     self.state.d.next = St::ScanDecide;
                 }
                 St::ScanDecide => {
-                    // The connection entry read (address loaded in ScanCheck) arrives in the
-                    // next cycle, in ScanConn. A flow not due goes on as ScanNext would, with
-                    // the earliest deadline including its own.
+                    // The connection entry read (address loaded in ScanCheck) stays on the
+                    // RAM's output, and ScanConn registers it. A flow not due goes on as
+                    // ScanNext would, with the earliest deadline including its own.
                     if self.scan_due_q.q.val() {
                         self.state.d.next = St::ScanConn;
                     } else {
