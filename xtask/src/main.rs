@@ -508,11 +508,16 @@ fn synth(args: &[String]) -> Result {
     let show = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
     let sized: Vec<String> = sizes.iter().map(|(k, v)| format!("{k}={v}")).collect();
     println!(
-        "\nECP5 LFE5UM5G-85F-8 (CABGA381), {} placer{}, {router}, {} state machines, target {target_mhz} MHz{}{};",
+        "\nECP5 LFE5UM5G-85F-8 (CABGA381), {} placer{}, {router}{}, {} state machines, target {target_mhz} MHz{}{};",
         placer.as_deref().unwrap_or("heap (static for nic)"),
         timing_weight
             .as_deref()
             .map_or(String::new(), |w| format!(" (heap timing weight {w})")),
+        if tmg_ripup {
+            " with timing-driven rip-up"
+        } else {
+            ""
+        },
         match one_hot {
             Some(true) => "one-hot",
             Some(false) => "binary",
