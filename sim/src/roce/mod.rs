@@ -152,6 +152,8 @@ struct SendQp {
     last_progress: Ps,
     retries: u32,
     failed: bool,
+    /// Position of this QP in its port's lists (`port_qps`, `port_ready`).
+    slot: usize,
 }
 
 #[derive(Debug, Default)]
@@ -194,6 +196,15 @@ pub struct RoceHost {
     /// Per NIC port: its QPs (indices into `sqps`, ascending), so that the scheduler of a
     /// port looks only at them.
     port_qps: Vec<Vec<usize>>,
+    /// Per NIC port, parallel to `port_qps`: when each QP may send next (its rate limiter),
+    /// or `Ps::MAX` while it has nothing to send. The scheduler runs on every packet a host
+    /// sees and looks at every QP of a port; a dense array keeps that scan off the QPs'
+    /// own (large, scattered) state.
+    port_ready: Vec<Vec<Ps>>,
+    /// Per QP: its earliest timer (retry timeout while data is outstanding, DCQCN), or
+    /// `Ps::MAX` (none, or the QP failed). With tens of QPs a host, some timer falls due every
+    /// microsecond or so; the timer scan then visits only the QPs whose timer is due.
+    timer_at: Vec<Ps>,
     by_peer: HashMap<u32, usize>,
     rqps: HashMap<(u32, u32), RecvQp>,
     /// Per port: bytes waiting in the NIC's output queue.
@@ -238,12 +249,17 @@ impl RoceHost {
                 last_progress: 0,
                 retries: 0,
                 failed: false,
+                slot: 0,
             });
         }
         let mut port_qps = vec![Vec::new(); planes];
-        for (q, qp) in sqps.iter().enumerate() {
+        for (q, qp) in sqps.iter_mut().enumerate() {
+            qp.slot = port_qps[qp.port].len();
             port_qps[qp.port].push(q);
         }
+        // No QP has anything to send yet.
+        let port_ready = port_qps.iter().map(|qs| vec![Ps::MAX; qs.len()]).collect();
+        let timer_at = vec![Ps::MAX; sqps.len()];
         RoceHost {
             host,
             cfg: cfg.clone(),
@@ -251,6 +267,8 @@ impl RoceHost {
             wl,
             sqps,
             port_qps,
+            port_ready,
+            timer_at,
             by_peer,
             rqps: HashMap::new(),
             port_queued: vec![0; planes],
@@ -336,7 +354,29 @@ impl RoceHost {
                     break;
                 }
             }
+            self.sync_qp(q);
         }
+    }
+
+    /// Brings QP `q`'s entries in `port_ready` and `timer_at` up to date with its state; every
+    /// method that changes a QP calls it.
+    fn sync_qp(&mut self, q: usize) {
+        let qp = &self.sqps[q];
+        self.port_ready[qp.port][qp.slot] = if qp.failed || qp.nxt >= qp.end {
+            Ps::MAX
+        } else {
+            qp.next_tx
+        };
+        self.timer_at[q] = if qp.failed {
+            Ps::MAX
+        } else {
+            let retry = if qp.una != qp.end {
+                qp.last_progress + self.cfg.timeout()
+            } else {
+                Ps::MAX
+            };
+            retry.min(qp.cc.next_timer().unwrap_or(Ps::MAX))
+        };
     }
 
     fn service(&mut self, now: Ps, out: &mut Outbox) {
@@ -355,35 +395,26 @@ impl RoceHost {
         let room = 2 * (self.cfg.mtu as u64 + 100);
         let mut wake = (self.next_scan != Ps::MAX).then_some(self.next_scan);
         for port in 0..self.port_queued.len() {
-            let on_port = self.port_qps[port].len();
             while self.port_queued[port] < room {
-                let mut sent = false;
-                let mut wait = Ps::MAX;
                 // The port's QPs in the rotation order over all QPs from `rr`: those at or
-                // after it, then those before.
+                // after it, then those before. The first one its rate limiter allows sends.
                 let first = self.port_qps[port].partition_point(|&q| q < self.rr);
-                for k in 0..on_port {
-                    let q = self.port_qps[port][(first + k) % on_port];
-                    let qp = &self.sqps[q];
-                    if qp.failed || qp.nxt >= qp.end {
-                        continue;
-                    }
-                    if qp.next_tx > now {
-                        wait = wait.min(qp.next_tx);
-                        continue;
-                    }
-                    self.send_data(q, now, out);
-                    self.rr = (q + 1) % n.max(1);
-                    sent = true;
-                    break;
-                }
-                if !sent {
-                    // Every QP of the port was looked at: the earliest one allowed to send.
+                let ready = &self.port_ready[port];
+                let pick = match ready[first..].iter().position(|&t| t <= now) {
+                    Some(k) => Some(first + k),
+                    None => ready[..first].iter().position(|&t| t <= now),
+                };
+                let Some(k) = pick else {
+                    // None may send: the earliest one allowed to (`Ps::MAX`: none has data).
+                    let wait = ready.iter().copied().min().unwrap_or(Ps::MAX);
                     if wait != Ps::MAX {
                         wake = Some(wake.map_or(wait, |w| w.min(wait)));
                     }
                     break;
-                }
+                };
+                let q = self.port_qps[port][k];
+                self.send_data(q, now, out);
+                self.rr = (q + 1) % n.max(1);
             }
         }
         out.wake = match (wake, poll_due) {
@@ -392,13 +423,16 @@ impl RoceHost {
         };
     }
 
-    /// Runs due timers of every QP and finds the next one.
+    /// Runs the due timers and finds the next one.
     fn scan_timers(&mut self, now: Ps) {
         let rto = self.cfg.timeout();
-        let mut next = Ps::MAX;
-        for qp in &mut self.sqps {
+        for q in 0..self.sqps.len() {
+            if self.timer_at[q] > now {
+                continue;
+            }
+            let qp = &mut self.sqps[q];
             qp.cc.advance(now);
-            if !qp.failed && qp.una != qp.end && now >= qp.last_progress + rto {
+            if qp.una != qp.end && now >= qp.last_progress + rto {
                 qp.retries += 1;
                 self.stats.timeouts += 1;
                 qp.last_progress = now;
@@ -416,16 +450,9 @@ impl RoceHost {
                     qp.nxt = qp.una;
                 }
             }
-            if !qp.failed {
-                if qp.una != qp.end {
-                    next = next.min(qp.last_progress + rto);
-                }
-                if let Some(t) = qp.cc.next_timer() {
-                    next = next.min(t);
-                }
-            }
+            self.sync_qp(q);
         }
-        self.next_scan = next;
+        self.next_scan = self.timer_at.iter().copied().min().unwrap_or(Ps::MAX);
     }
 
     fn send_data(&mut self, q: usize, now: Ps, out: &mut Outbox) {
@@ -454,6 +481,7 @@ impl RoceHost {
             let gap = wire as f64 * 8.0 * 1e6 / qp.cc.rate_mbps();
             qp.next_tx = now.max(qp.next_tx) + gap as Ps;
         }
+        self.sync_qp(q);
     }
 
     fn on_data(&mut self, now: Ps, src: u32, p: RocePacket, ce: bool, out: &mut Outbox) {
@@ -536,6 +564,7 @@ impl RoceHost {
                     if let Some(t) = qp.cc.next_timer() {
                         self.next_scan = self.next_scan.min(t);
                     }
+                    self.sync_qp(p.qp as usize);
                 }
             }
             RoceKind::Ack | RoceKind::Nak => {
@@ -556,6 +585,7 @@ impl RoceHost {
                     self.stats.resent += (qp.nxt - p.psn) as u64;
                     qp.nxt = p.psn;
                 }
+                self.sync_qp(p.qp as usize);
             }
             RoceKind::Data => {}
         }
@@ -643,6 +673,73 @@ mod tests {
         // Arrival order: message k before message k+1.
         let order: Vec<u32> = fab.hosts[1].app.arrivals.iter().map(|a| a.0).collect();
         assert_eq!(order, (0..6).collect::<Vec<_>>());
+    }
+
+    /// The scheduler's and the timer scan's dense arrays always agree with the QPs' own state:
+    /// an incast over two planes with loss, so that rate limiters, CNPs, NAKs and retry
+    /// timeouts all change QPs while it runs; checked every 20 ns of simulated time.
+    #[test]
+    fn dense_arrays_follow_the_qps() {
+        let pairs: Vec<(u32, u32)> = (1..6).flat_map(|s| [(s, 0), (0, s)]).collect();
+        let wl = Arc::new(Workload::streams(6, &pairs, 60_000, 4, 2));
+        let cfg = TopologyConfig {
+            hosts: 6,
+            hosts_per_leaf: 2,
+            planes: 2,
+            seed: 5,
+            ..Default::default()
+        };
+        let mut net = Network::leaf_spine(&cfg);
+        for i in net.links_where(|l| l.role == LinkRole::HostDown) {
+            net.links[i].loss = LossState::new(
+                LossModel::Bernoulli { p: 0.03 },
+                LossScope::All,
+                9 + i as u64,
+            );
+        }
+        let rc = RoceConfig {
+            planes: 2,
+            timeout_exp: 2,
+            ..Default::default()
+        };
+        let hosts = (0..6).map(|h| RoceHost::new(h, &rc, wl.clone())).collect();
+        let mut fab = Fabric::new(net, hosts);
+        for h in 0..6 {
+            fab.with_host(h, |e, now, out| e.start(now, out));
+        }
+        let mut checks = 0;
+        let mut t = 0;
+        while fab.run_until(t) {
+            t += 20_000;
+            for host in &fab.hosts {
+                for (q, qp) in host.sqps.iter().enumerate() {
+                    let ready = if qp.failed || qp.nxt >= qp.end {
+                        Ps::MAX
+                    } else {
+                        qp.next_tx
+                    };
+                    assert_eq!(host.port_ready[qp.port][qp.slot], ready, "QP {q}");
+                    assert_eq!(host.port_qps[qp.port][qp.slot], q);
+                    let retry = if qp.una != qp.end {
+                        qp.last_progress + rc.timeout()
+                    } else {
+                        Ps::MAX
+                    };
+                    let timer = retry.min(qp.cc.next_timer().unwrap_or(Ps::MAX));
+                    let timer = if qp.failed { Ps::MAX } else { timer };
+                    assert_eq!(host.timer_at[q], timer, "QP {q}");
+                    checks += 1;
+                }
+            }
+        }
+        let timeouts: u64 = fab.hosts.iter().map(|h| h.stats.timeouts).sum();
+        let cnps: u64 = fab.hosts.iter().map(|h| h.stats.cnps_sent).sum();
+        let naks: u64 = fab.hosts.iter().map(|h| h.stats.naks_sent).sum();
+        assert!(
+            timeouts > 0 && cnps > 0 && naks > 0,
+            "{timeouts} {cnps} {naks}"
+        );
+        assert!(checks > 1000, "{checks}");
     }
 
     #[test]
