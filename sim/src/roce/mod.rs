@@ -201,6 +201,13 @@ pub struct RoceHost {
     /// sees and looks at every QP of a port; a dense array keeps that scan off the QPs'
     /// own (large, scattered) state.
     port_ready: Vec<Vec<Ps>>,
+    /// Per NIC port: the smallest of its `port_ready` entries, or (while `port_stale`) a lower
+    /// bound of it. Most packets a host sees find no QP allowed to send; this answers that
+    /// without a pass over the port's QPs.
+    port_next: Vec<Ps>,
+    /// Per NIC port: `port_next` may be below the smallest entry (the QP that held it moved
+    /// on); recomputed when next needed.
+    port_stale: Vec<bool>,
     /// Per QP: its earliest timer (retry timeout while data is outstanding, DCQCN), or
     /// `Ps::MAX` (none, or the QP failed). With tens of QPs a host, some timer falls due every
     /// microsecond or so; the timer scan then visits only the QPs whose timer is due.
@@ -268,6 +275,8 @@ impl RoceHost {
             sqps,
             port_qps,
             port_ready,
+            port_next: vec![Ps::MAX; planes],
+            port_stale: vec![false; planes],
             timer_at,
             by_peer,
             rqps: HashMap::new(),
@@ -362,11 +371,17 @@ impl RoceHost {
     /// method that changes a QP calls it.
     fn sync_qp(&mut self, q: usize) {
         let qp = &self.sqps[q];
-        self.port_ready[qp.port][qp.slot] = if qp.failed || qp.nxt >= qp.end {
+        let ready = if qp.failed || qp.nxt >= qp.end {
             Ps::MAX
         } else {
             qp.next_tx
         };
+        let old = std::mem::replace(&mut self.port_ready[qp.port][qp.slot], ready);
+        if ready < self.port_next[qp.port] {
+            self.port_next[qp.port] = ready;
+        } else if ready > old && old == self.port_next[qp.port] {
+            self.port_stale[qp.port] = true;
+        }
         self.timer_at[q] = if qp.failed {
             Ps::MAX
         } else {
@@ -396,6 +411,22 @@ impl RoceHost {
         let mut wake = (self.next_scan != Ps::MAX).then_some(self.next_scan);
         for port in 0..self.port_queued.len() {
             while self.port_queued[port] < room {
+                if self.port_stale[port] {
+                    self.port_stale[port] = false;
+                    self.port_next[port] = self.port_ready[port]
+                        .iter()
+                        .copied()
+                        .min()
+                        .unwrap_or(Ps::MAX);
+                }
+                if self.port_next[port] > now {
+                    // None may send: the earliest one allowed to (`Ps::MAX`: none has data).
+                    let wait = self.port_next[port];
+                    if wait != Ps::MAX {
+                        wake = Some(wake.map_or(wait, |w| w.min(wait)));
+                    }
+                    break;
+                }
                 // The port's QPs in the rotation order over all QPs from `rr`: those at or
                 // after it, then those before. The first one its rate limiter allows sends.
                 let first = self.port_qps[port].partition_point(|&q| q < self.rr);
@@ -405,11 +436,8 @@ impl RoceHost {
                     None => ready[..first].iter().position(|&t| t <= now),
                 };
                 let Some(k) = pick else {
-                    // None may send: the earliest one allowed to (`Ps::MAX`: none has data).
-                    let wait = ready.iter().copied().min().unwrap_or(Ps::MAX);
-                    if wait != Ps::MAX {
-                        wake = Some(wake.map_or(wait, |w| w.min(wait)));
-                    }
+                    // Unreachable while `port_next` holds: one entry is at most `now`.
+                    debug_assert!(false, "port_next above every QP's time");
                     break;
                 };
                 let q = self.port_qps[port][k];
@@ -719,6 +747,9 @@ mod tests {
                         qp.next_tx
                     };
                     assert_eq!(host.port_ready[qp.port][qp.slot], ready, "QP {q}");
+                    let least = host.port_ready[qp.port].iter().copied().min().unwrap();
+                    let next = host.port_next[qp.port];
+                    assert!(next == least || (host.port_stale[qp.port] && next < least));
                     assert_eq!(host.port_qps[qp.port][qp.slot], q);
                     let retry = if qp.una != qp.end {
                         qp.last_progress + rc.timeout()
