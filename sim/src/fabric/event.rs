@@ -351,4 +351,62 @@ mod tests {
             }
         }
     }
+
+    /// As the engine uses `pop_until` (time moves to `until` when nothing is due by then),
+    /// with some events scheduled in the past: the same order as a sorted reference.
+    #[test]
+    fn pop_until_and_past_events_keep_the_order() {
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let steps = [
+            0,
+            1,
+            80,
+            BUCKET_PS - 1,
+            BUCKET_PS,
+            50_000,
+            WHEEL_PS,
+            2 * WHEEL_PS + 3,
+        ];
+        let mut late = 0;
+        for _ in 0..50 {
+            let mut q = EventQueue::default();
+            let mut reference: Vec<(Ps, u64)> = Vec::new();
+            let (mut now, mut id) = (0, 0_u64);
+            for _ in 0..2_000 {
+                let r = next();
+                if r % 3 == 0 {
+                    let until = now + steps[(next() % 8) as usize];
+                    let want = reference.first().copied().filter(|w| w.0 <= until);
+                    assert_eq!(q.pop_until(until).map(|(_, e)| e), want);
+                    match want {
+                        Some(w) => {
+                            reference.remove(0);
+                            now = now.max(w.0);
+                        }
+                        None => now = until,
+                    }
+                } else {
+                    let at = if r % 11 == 1 {
+                        late += 1;
+                        now.saturating_sub(steps[(next() % 8) as usize])
+                    } else {
+                        now + steps[(next() % 8) as usize]
+                    };
+                    id += 1;
+                    q.push(at, (at, id));
+                    let pos = reference.partition_point(|&(t, i)| (t, i) <= (at, id));
+                    reference.insert(pos, (at, id));
+                }
+                assert_eq!(q.peek_time(), reference.first().map(|w| w.0));
+                assert_eq!(q.len(), reference.len());
+            }
+        }
+        assert!(late > 1000, "{late}");
+    }
 }
