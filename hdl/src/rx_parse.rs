@@ -184,9 +184,9 @@ pub struct RxParser {
     k_hl_th_add: [Constant<Bits<17>>; 4],
     k_poff_add: [Constant<Bits<17>>; 4],
     k_hlx_add: [Constant<Bits<17>>; 4],
-    // Per framing: the IP length field's least values for a transport header of 24, 20 and 8
-    // bytes (the total's bound, less 40 for IPv6's payload length).
-    k_min24: [Constant<Bits<17>>; 4],
+    // Per framing: the IP length field's least values for a transport header of 20 and 8
+    // bytes (the total's bound, less 40 for IPv6's payload length). Too short for the BTH
+    // needs no check of its own: the bound is `k_hlx_add`, so `a_th_lt` covers it.
     k_min20: [Constant<Bits<17>>; 4],
     k_min8: [Constant<Bits<17>>; 4],
     k_mask_v6: [Constant<Bits<64>>; 8],
@@ -295,7 +295,6 @@ pub struct RxParser {
     a_cm_bad: DFF<Bit>,
     a_bth_bad: DFF<Bit>,
     // Stage A's verdicts on the lengths, each for the frame's framing (see stage B).
-    a_short24: DFF<Bit>,
     a_short20: DFF<Bit>,
     a_short8: DFF<Bit>,
     a_short_ip: DFF<Bit>,
@@ -347,7 +346,6 @@ pub struct RxParser {
     // framing's index).
     len_f: Signal<Local, Bits<17>>,
     len_fields: Signal<Local, Bits<68>>,
-    v_short24: Signal<Local, Bits<4>>,
     v_short20: Signal<Local, Bits<4>>,
     v_short8: Signal<Local, Bits<4>>,
     v_short_ip: Signal<Local, Bits<4>>,
@@ -495,7 +493,6 @@ impl Default for RxParser {
             k_hl_th_add: [44, 44, 64, 64].map(k),
             k_poff_add: [54, 58, 74, 78].map(k),
             k_hlx_add: [44, 44, 24, 24].map(k),
-            k_min24: [44, 44, 24, 24].map(k),
             k_min20: [40, 40, 20, 20].map(k),
             k_min8: [28, 28, 8, 8].map(k),
             k_mask_v6: core::array::from_fn(|j| k(stream_mask(true, j))),
@@ -569,7 +566,6 @@ impl Default for RxParser {
             a_nak_bad: Default::default(),
             a_cm_bad: Default::default(),
             a_bth_bad: Default::default(),
-            a_short24: Default::default(),
             a_short20: Default::default(),
             a_short8: Default::default(),
             a_short_ip: Default::default(),
@@ -617,7 +613,6 @@ impl Default for RxParser {
             ip_total: Default::default(),
             len_f: Default::default(),
             len_fields: Default::default(),
-            v_short24: Default::default(),
             v_short20: Default::default(),
             v_short8: Default::default(),
             v_short_ip: Default::default(),
@@ -728,7 +723,6 @@ impl Logic for RxParser {
             a_nak_bad,
             a_cm_bad,
             a_bth_bad,
-            a_short24,
             a_short20,
             a_short8,
             a_short_ip,
@@ -1163,7 +1157,6 @@ impl Logic for RxParser {
         // framing's result kept: stage B then only picks the first failing check. `F` is the
         // framing's IP length field (IPv4 total length; IPv6 payload length, 40 less than the
         // total), so every bound below is the total's bound less 40 for IPv6.
-        self.v_short24.next = 0.into();
         self.v_short20.next = 0.into();
         self.v_short8.next = 0.into();
         self.v_short_ip.next = 0.into();
@@ -1181,9 +1174,6 @@ impl Logic for RxParser {
                     << 51_u64);
         for c in 0_usize..4 {
             self.len_f.next = self.len_fields.val().get_bits::<17>(17 * c);
-            if self.len_f.val() < self.k_min24[c].val() {
-                self.v_short24.next = self.v_short24.val().replace_bit(c, true);
-            }
             if self.len_f.val() < self.k_min20[c].val() {
                 self.v_short20.next = self.v_short20.val().replace_bit(c, true);
             }
@@ -1203,7 +1193,6 @@ impl Logic for RxParser {
                 self.v_over.next = self.v_over.val().replace_bit(c, true);
             }
         }
-        self.a_short24.d.next = false;
         self.a_short20.d.next = false;
         self.a_short8.d.next = false;
         self.a_short_ip.d.next = false;
@@ -1213,7 +1202,6 @@ impl Logic for RxParser {
         self.a_udp_bad.d.next = false;
         for c in 0_usize..4 {
             if self.frame_sel.val() == c.to_bits::<2>() {
-                self.a_short24.d.next = self.v_short24.val().get_bit(c);
                 self.a_short20.d.next = self.v_short20.val().get_bit(c);
                 self.a_short8.d.next = self.v_short8.val().get_bit(c);
                 self.a_short_ip.d.next = self.v_short_ip.val().get_bit(c);
@@ -1342,7 +1330,7 @@ impl Logic for RxParser {
         if self.a_nak_bad.q.val() | self.a_cm_bad.q.val() {
             self.err.next = self.k_e_opcode.val();
         }
-        if self.a_th_lt.q.val() | self.a_short24.q.val() {
+        if self.a_th_lt.q.val() {
             self.err.next = self.k_e_truncated.val();
         }
         if !self.a_op_known.q.val() {
