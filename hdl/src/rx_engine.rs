@@ -676,6 +676,11 @@ pub struct RxEngine {
     a_th_len_q: DFF<Bits<6>>,
     a_src_port_q: DFF<Bits<16>>,
     a_port_q: DFF<Bits<PORT_BITS>>,
+    /// `a_valid`, from a flip-flop: set with every move into AckSend, cleared when the frame
+    /// builder takes the request. In the whole core the builder's arbitration and the transmit
+    /// engine's buffer read address hang on it; decoded from the state it was the core's
+    /// critical path (the state register across the die into the transmit engine).
+    a_valid_q: DFF<Bit>,
     acc_pending: DFF<Bit>,
     acc_wait: DFF<Bit>,
     acc_done: DFF<Bit>,
@@ -908,6 +913,7 @@ impl Logic for RxEngine {
             a_th_len_q,
             a_src_port_q,
             a_port_q,
+            a_valid_q,
             acc_pending,
             acc_wait,
             acc_done,
@@ -983,7 +989,7 @@ impl Logic for RxEngine {
         self.wr_valid.next = false;
         self.wr_addr.next = self.place_addr.q.val();
         self.wr_len.next = self.pr_payload_len.val();
-        self.a_valid.next = false;
+        self.a_valid.next = self.a_valid_q.q.val();
         self.ev_valid.next = false;
         self.ev_data.next = self.ev.q.val();
         self.cnt_valid.next = false;
@@ -1991,6 +1997,7 @@ impl Logic for RxEngine {
                         self.f_nak.d.next = false;
                         self.hold.d.next = 0.into();
                         self.state.d.next = St::AckSend;
+                        self.a_valid_q.d.next = true;
                     } else {
                         self.state.d.next = self.after_nak.val();
                     }
@@ -2133,6 +2140,7 @@ impl Logic for RxEngine {
                                 self.meta_hi.d.next =
                                     self.meta_hi.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
                                 self.state.d.next = St::AckSend;
+                                self.a_valid_q.d.next = true;
                             }
                         } else if self.acc_one.q.val() & (self.ack_delay.val() != 0_u64) {
                             // The oldest packet the next ACK will cover: start the ACK timer
@@ -2164,11 +2172,12 @@ impl Logic for RxEngine {
                         self.meta_hi.d.next =
                             self.meta_hi.q.val() & !(1_u64.to_bits::<160>() << 128_u64);
                         self.state.d.next = St::AckSend;
+                        self.a_valid_q.d.next = true;
                     }
                 }
                 St::AckSend => {
-                    self.a_valid.next = true;
                     if self.a_ready.val() {
+                        self.a_valid_q.d.next = false;
                         self.cnt_valid.next = true;
                         if self.a_opcode_q.q.val() == self.k.op_ack.val() {
                             self.cnt_index.next = self.k.c_tx_acks.val();
@@ -2405,6 +2414,7 @@ impl Logic for RxEngine {
             self.armed_count.d.next = 0.into();
             self.scanning.d.next = false;
             self.timer_start.d.next = false;
+            self.a_valid_q.d.next = false;
         }
     }
 }
