@@ -256,6 +256,16 @@ impl<E> EventQueue<E> {
 mod tests {
     use super::*;
 
+    /// A small deterministic random stream for the randomized tests.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     #[test]
     fn earliest_first_ties_in_insertion_order() {
         let mut q = EventQueue::default();
@@ -309,13 +319,7 @@ mod tests {
     /// current time, many ties) and pops, as the engine uses it.
     #[test]
     fn same_order_as_sorting_by_time_then_insertion() {
-        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         for _ in 0..50 {
             let mut q = EventQueue::default();
             let mut reference: Vec<(Ps, u64)> = Vec::new();
@@ -356,13 +360,7 @@ mod tests {
     /// with some events scheduled in the past: the same order as a sorted reference.
     #[test]
     fn pop_until_and_past_events_keep_the_order() {
-        let mut state = 0x2545_F491_4F6C_DD1D_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
         let steps = [
             0,
             1,

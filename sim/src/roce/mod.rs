@@ -156,6 +156,32 @@ struct SendQp {
     slot: usize,
 }
 
+impl SendQp {
+    /// When the scheduler may next send from this QP (its rate limiter), or `Ps::MAX` while
+    /// it has nothing to send.
+    fn ready_at(&self) -> Ps {
+        if self.failed || self.nxt >= self.end {
+            Ps::MAX
+        } else {
+            self.next_tx
+        }
+    }
+
+    /// Its earliest timer: the retry timeout (`rto` after the last progress) while data is
+    /// outstanding, and DCQCN's; `Ps::MAX` if none or the QP failed.
+    fn timer_at(&self, rto: Ps) -> Ps {
+        if self.failed {
+            return Ps::MAX;
+        }
+        let retry = if self.una != self.end {
+            self.last_progress + rto
+        } else {
+            Ps::MAX
+        };
+        retry.min(self.cc.next_timer().unwrap_or(Ps::MAX))
+    }
+}
+
 #[derive(Debug, Default)]
 struct RecvQp {
     epsn: u32,
@@ -371,27 +397,14 @@ impl RoceHost {
     /// method that changes a QP calls it.
     fn sync_qp(&mut self, q: usize) {
         let qp = &self.sqps[q];
-        let ready = if qp.failed || qp.nxt >= qp.end {
-            Ps::MAX
-        } else {
-            qp.next_tx
-        };
+        let ready = qp.ready_at();
         let old = std::mem::replace(&mut self.port_ready[qp.port][qp.slot], ready);
         if ready < self.port_next[qp.port] {
             self.port_next[qp.port] = ready;
         } else if ready > old && old == self.port_next[qp.port] {
             self.port_stale[qp.port] = true;
         }
-        self.timer_at[q] = if qp.failed {
-            Ps::MAX
-        } else {
-            let retry = if qp.una != qp.end {
-                qp.last_progress + self.cfg.timeout()
-            } else {
-                Ps::MAX
-            };
-            retry.min(qp.cc.next_timer().unwrap_or(Ps::MAX))
-        };
+        self.timer_at[q] = qp.timer_at(self.cfg.timeout());
     }
 
     fn service(&mut self, now: Ps, out: &mut Outbox) {
@@ -741,24 +754,14 @@ mod tests {
             t += 20_000;
             for host in &fab.hosts {
                 for (q, qp) in host.sqps.iter().enumerate() {
-                    let ready = if qp.failed || qp.nxt >= qp.end {
-                        Ps::MAX
-                    } else {
-                        qp.next_tx
-                    };
-                    assert_eq!(host.port_ready[qp.port][qp.slot], ready, "QP {q}");
+                    // Each QP's own state, read now, against what was recorded at its
+                    // last change: a change without `sync_qp` shows here.
+                    assert_eq!(host.port_ready[qp.port][qp.slot], qp.ready_at(), "QP {q}");
                     let least = host.port_ready[qp.port].iter().copied().min().unwrap();
                     let next = host.port_next[qp.port];
                     assert!(next == least || (host.port_stale[qp.port] && next < least));
                     assert_eq!(host.port_qps[qp.port][qp.slot], q);
-                    let retry = if qp.una != qp.end {
-                        qp.last_progress + rc.timeout()
-                    } else {
-                        Ps::MAX
-                    };
-                    let timer = retry.min(qp.cc.next_timer().unwrap_or(Ps::MAX));
-                    let timer = if qp.failed { Ps::MAX } else { timer };
-                    assert_eq!(host.timer_at[q], timer, "QP {q}");
+                    assert_eq!(host.timer_at[q], qp.timer_at(rc.timeout()), "QP {q}");
                     checks += 1;
                 }
             }
