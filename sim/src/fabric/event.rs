@@ -325,7 +325,7 @@ mod tests {
             let mut reference: Vec<(Ps, u64)> = Vec::new();
             let (mut now, mut id) = (0, 0_u64);
             for _ in 0..2_000 {
-                if next() % 3 == 0 {
+                if next().is_multiple_of(3) {
                     let want = reference.first().copied();
                     assert_eq!(q.peek_time(), want.map(|w| w.0));
                     assert_eq!(q.pop().map(|(_, e)| e), want);
@@ -378,7 +378,7 @@ mod tests {
             let (mut now, mut id) = (0, 0_u64);
             for _ in 0..2_000 {
                 let r = next();
-                if r % 3 == 0 {
+                if r.is_multiple_of(3) {
                     let until = now + steps[(next() % 8) as usize];
                     let want = reference.first().copied().filter(|w| w.0 <= until);
                     assert_eq!(q.pop_until(until).map(|(_, e)| e), want);
