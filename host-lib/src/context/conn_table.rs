@@ -312,76 +312,92 @@ impl ConnTable {
     }
 }
 
-/// A time (or none) per slot, with the earliest kept: what the table asks of its timers,
-/// transmit times and CM waits. A host has tens to a few hundred connections, so a flat
-/// array (a change is a store; a question about due slots, a scan, skipped while nothing is
-/// due) costs less than the sorted set it replaces, which took a removal and an insertion
-/// per change.
+/// A time (or none) per slot, with the earliest of every group of [`GROUP`] slots kept: what
+/// the table asks of its timers, transmit times and CM waits. A host has tens to a few
+/// hundred connections and asks these questions several times per driver loop; a change is
+/// a store and at worst a pass over its group, and a question passes over the group minima
+/// and then only over the groups that hold a due slot. (A flat array rescanned whole after
+/// the earliest slot moved, and for every list of due slots, cost a pass over all slots on
+/// most driver loops; a sorted set before it took a removal and an insertion per change.)
 #[derive(Debug)]
 struct SlotTimes {
-    at: Vec<Option<u64>>,
-    /// The earliest time, when `earliest_known`.
-    earliest: Option<u64>,
-    earliest_known: bool,
+    /// Per slot, its time; [`NONE`] for none.
+    at: Vec<u64>,
+    /// Per group of [`GROUP`] slots, the earliest of their times ([`NONE`] if none has one).
+    group_min: Vec<u64>,
 }
+
+/// Slots per group of [`SlotTimes`]: a group's pass is one or two cache lines.
+const GROUP: usize = 16;
+
+/// No time. A slot's time is never `u64::MAX` (nanoseconds since the context started), so it
+/// can stand for none and every question is a plain compare.
+const NONE: u64 = u64::MAX;
 
 impl SlotTimes {
     fn new(n: usize) -> Self {
         SlotTimes {
-            at: vec![None; n],
-            earliest: None,
-            earliest_known: true,
+            at: vec![NONE; n],
+            group_min: vec![NONE; n.div_ceil(GROUP)],
         }
     }
 
     /// Sets slot `i`'s time.
     fn set(&mut self, i: usize, t: Option<u64>) {
+        let t = t.unwrap_or(NONE);
         let old = std::mem::replace(&mut self.at[i], t);
-        if old == t || !self.earliest_known {
-            return;
-        }
-        match (t, self.earliest) {
-            // Earlier than every other: the new earliest.
-            (Some(t), None) => self.earliest = Some(t),
-            (Some(t), Some(e)) if t < e => self.earliest = Some(t),
-            // The earliest moved later or went: another slot may hold it, or a later time.
-            _ if old == self.earliest => self.earliest_known = false,
-            _ => {}
+        let g = i / GROUP;
+        if t <= self.group_min[g] {
+            self.group_min[g] = t;
+        } else if old == self.group_min[g] {
+            // The group's earliest moved later or went: another slot may hold it.
+            let end = (g * GROUP + GROUP).min(self.at.len());
+            self.group_min[g] = self.at[g * GROUP..end]
+                .iter()
+                .copied()
+                .min()
+                .unwrap_or(NONE);
         }
     }
 
     /// The earliest time of any slot.
-    fn first(&mut self) -> Option<u64> {
-        if !self.earliest_known {
-            self.earliest = self.at.iter().flatten().copied().min();
-            self.earliest_known = true;
-        }
-        self.earliest
+    fn first(&self) -> Option<u64> {
+        let e = self.group_min.iter().copied().min().unwrap_or(NONE);
+        (e != NONE).then_some(e)
     }
 
     /// The slots due at `now` (time at or before it), ascending, into `out`.
-    fn due(&mut self, now: u64, out: &mut Vec<usize>) {
+    fn due(&self, now: u64, out: &mut Vec<usize>) {
         out.clear();
-        if self.first().is_none_or(|e| e > now) {
-            return;
+        // A slot without a time is never due.
+        let now = now.min(NONE - 1);
+        for (g, &m) in self.group_min.iter().enumerate() {
+            if m > now {
+                continue;
+            }
+            let start = g * GROUP;
+            let end = (start + GROUP).min(self.at.len());
+            let due = self.at[start..end].iter().enumerate();
+            out.extend(due.filter(|&(_, &t)| t <= now).map(|(i, _)| start + i));
         }
-        let due = self.at.iter().enumerate();
-        out.extend(
-            due.filter(|(_, t)| t.is_some_and(|t| t <= now))
-                .map(|(i, _)| i),
-        );
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::SlotTimes;
+    use super::{GROUP, SlotTimes};
     use std::collections::BTreeSet;
 
     #[test]
     fn slot_times_answer_as_a_sorted_set_does() {
+        // Within one group; and over several groups, the last one partial.
+        for n in [12, 2 * GROUP + 5] {
+            answers_as_a_sorted_set_does(n);
+        }
+    }
+
+    fn answers_as_a_sorted_set_does(n: usize) {
         // The sorted set of (time, slot) it replaced, as the reference.
-        let n = 12;
         let mut times = SlotTimes::new(n);
         let mut set: BTreeSet<(u64, usize)> = BTreeSet::new();
         let mut at = vec![None; n];
