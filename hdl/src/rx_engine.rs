@@ -1896,6 +1896,17 @@ impl Logic for RxEngine {
                         self.cnt_valid.next = true;
                         self.cnt_index.next = self.k.c_ce.val();
                     }
+                    if self.tag_len_bad_q.q.val() {
+                        // Terminal, nothing to account: consumed and NAKed. Loaded whatever
+                        // the connection checks say, so that their verdict (the wires from the
+                        // connection entry's compares) reaches only the state and the verdict:
+                        // a refused frame goes to Finish, which uses none of these, and the
+                        // next frame clears or loads them again.
+                        self.f_nak.d.next = true;
+                        self.nak_reason.d.next = self.k.nak_invalid.val();
+                        self.meta_lo.d.next = self.meta_fresh_refused.val();
+                        self.f_accept.d.next = true;
+                    }
                     if self.cc_refused.val() {
                         // The class is not waited for: the table takes no command before it
                         // has presented it, and Idle drops it (`cls_wait`). The registers
@@ -1904,12 +1915,7 @@ impl Logic for RxEngine {
                         self.cls_wait.d.next = false;
                         self.state.d.next = St::Finish;
                     } else if self.tag_len_bad_q.q.val() {
-                        // Terminal, nothing to account: consumed and NAKed.
                         self.verdict.d.next = self.k.c_invalid.val();
-                        self.f_nak.d.next = true;
-                        self.nak_reason.d.next = self.k.nak_invalid.val();
-                        self.meta_lo.d.next = self.meta_fresh_refused.val();
-                        self.f_accept.d.next = true;
                         self.state.d.next = St::ClsWait;
                     } else {
                         // The slot and buffer words (read from Idle on) are registered.
