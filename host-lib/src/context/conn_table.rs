@@ -330,8 +330,9 @@ struct SlotTimes {
 /// Slots per group of [`SlotTimes`]: a group's pass is one or two cache lines.
 const GROUP: usize = 16;
 
-/// No time. A slot's time is never `u64::MAX` (nanoseconds since the context started), so it
-/// can stand for none and every question is a plain compare.
+/// No time, so that every question is a plain compare. A time of `u64::MAX` itself (the end
+/// of time in nanoseconds since the context started) is taken as none: it is never due, and a
+/// wake-up then is no wake-up.
 const NONE: u64 = u64::MAX;
 
 impl SlotTimes {
@@ -351,13 +352,14 @@ impl SlotTimes {
             self.group_min[g] = t;
         } else if old == self.group_min[g] {
             // The group's earliest moved later or went: another slot may hold it.
-            let end = (g * GROUP + GROUP).min(self.at.len());
-            self.group_min[g] = self.at[g * GROUP..end]
-                .iter()
-                .copied()
-                .min()
-                .unwrap_or(NONE);
+            self.group_min[g] = self.group(g).iter().copied().min().unwrap_or(NONE);
         }
+    }
+
+    /// The times of group `g`'s slots (the last group may be short).
+    fn group(&self, g: usize) -> &[u64] {
+        let start = g * GROUP;
+        &self.at[start..(start + GROUP).min(self.at.len())]
     }
 
     /// The earliest time of any slot.
@@ -375,10 +377,8 @@ impl SlotTimes {
             if m > now {
                 continue;
             }
-            let start = g * GROUP;
-            let end = (start + GROUP).min(self.at.len());
-            let due = self.at[start..end].iter().enumerate();
-            out.extend(due.filter(|&(_, &t)| t <= now).map(|(i, _)| start + i));
+            let due = self.group(g).iter().enumerate();
+            out.extend(due.filter(|&(_, &t)| t <= now).map(|(i, _)| g * GROUP + i));
         }
     }
 }
