@@ -196,61 +196,67 @@ struct Msg {
 }
 
 /// One connection of the sans-IO core. See the [module documentation](super).
+///
+/// Laid out in declaration order from a cache line's start: what the driver loop's summaries
+/// and the transmit round read of every connection comes first (its first four lines), the
+/// rest after it. A host has up to a few hundred connections; with the compiler's order
+/// those reads were spread over the whole struct, past its configuration and counters.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub struct Connection {
-    params: ConnectionParams,
-    cfg: TransportConfig,
     state: ConnState,
     flows: Vec<Flow>,
-    path: Vec<PathCounters>,
-    tx_tags: Vec<TagTx>,
-    rx_tags: Vec<TagRx>,
-    msgs: Vec<Msg>,
-    free: Vec<u32>,
     active_tags: VecDeque<u16>,
-    in_active: Vec<bool>,
-    epoch_lo: u32,
-    epoch_counts: VecDeque<u32>,
-    cc: Box<dyn CongestionController>,
-    completions: VecDeque<WorkCompletion>,
-    send_outstanding: u32,
-    pkts_outstanding: u64,
-    last_heard: u64,
-    hint_mbps: u32,
-    /// The hint came from the CM reply and no ACK has applied one yet.
-    hint_before_ack: bool,
-    /// An ACK has carried a hint: from then on the CM reply's hint is stale.
-    hint_from_ack: bool,
-    next_entropy: usize,
-    /// The connection's pacing clock over all its flows ([`TransportConfig::flow_turns`]): it
-    /// may send while this is at most `burst_ns` ahead of now.
-    next_send_at: u64,
-    /// How far the connection's pacing clock may run ahead of now.
-    burst_ns: u64,
+    tx_tags: Vec<TagTx>,
     /// Per NIC port, when the packets this connection handed to it will have left at the
     /// port's rate ([`TransportConfig::port_pacing`]).
     port_clock: Vec<u64>,
-    /// Per NIC port, when a flow last left it after a timeout or a silent spell: a port to
-    /// avoid for a while when a flow moves (its plane may have failed).
-    port_left_at: Vec<Option<u64>>,
-    /// NIC ports whose link is down, one bit per port ([`Connection::set_ports_down`]).
-    ports_down: u8,
-    /// No congestion-driven repathing before this time (after a timeout or silent path).
-    repath_suspended_until: u64,
-    /// An ACK has arrived (the connection's pacer may burst after idling).
-    acked_once: bool,
-    /// The start of a connection at a shared receiver ([`TransportConfig::flow_rotation`],
-    /// [`TransportConfig::start_phase`]) was applied.
-    phased: bool,
-    starved: bool,
-    vclock: u64,
-    scratch: Vec<u32>,
-    stats: ConnectionStats,
+    cc: Box<dyn CongestionController>,
     /// [`Connection::poll_timer`], [`Connection::transmit_at`] and
     /// [`Connection::inflight_bytes`], computed together on first use and forgotten by every
     /// method that changes the connection: the driver loop asks them of every connection on
     /// every call, and each takes a pass over the flows.
     derived: Cell<Option<Derived>>,
+    pkts_outstanding: u64,
+    last_heard: u64,
+    /// The connection's pacing clock over all its flows ([`TransportConfig::flow_turns`]): it
+    /// may send while this is at most `burst_ns` ahead of now.
+    next_send_at: u64,
+    /// How far the connection's pacing clock may run ahead of now.
+    burst_ns: u64,
+    vclock: u64,
+    hint_mbps: u32,
+    starved: bool,
+    /// The start of a connection at a shared receiver ([`TransportConfig::flow_rotation`],
+    /// [`TransportConfig::start_phase`]) was applied.
+    phased: bool,
+    /// An ACK has arrived (the connection's pacer may burst after idling).
+    acked_once: bool,
+    /// NIC ports whose link is down, one bit per port ([`Connection::set_ports_down`]).
+    ports_down: u8,
+    /// The hint came from the CM reply and no ACK has applied one yet.
+    hint_before_ack: bool,
+    /// An ACK has carried a hint: from then on the CM reply's hint is stale.
+    hint_from_ack: bool,
+    params: ConnectionParams,
+    cfg: TransportConfig,
+    path: Vec<PathCounters>,
+    rx_tags: Vec<TagRx>,
+    msgs: Vec<Msg>,
+    free: Vec<u32>,
+    in_active: Vec<bool>,
+    epoch_lo: u32,
+    epoch_counts: VecDeque<u32>,
+    completions: VecDeque<WorkCompletion>,
+    send_outstanding: u32,
+    next_entropy: usize,
+    /// Per NIC port, when a flow last left it after a timeout or a silent spell: a port to
+    /// avoid for a while when a flow moves (its plane may have failed).
+    port_left_at: Vec<Option<u64>>,
+    /// No congestion-driven repathing before this time (after a timeout or silent path).
+    repath_suspended_until: u64,
+    scratch: Vec<u32>,
+    stats: ConnectionStats,
 }
 
 /// The values of [`Connection::derived`].
