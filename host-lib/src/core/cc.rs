@@ -132,9 +132,10 @@ pub fn mbps_to_bytes_per_ns(mbps: u32) -> f64 {
     mbps as f64 / 8000.0
 }
 
+/// A path's state but its window and rate (those are [`EcnAimd::cwnd`] and
+/// [`EcnAimd::rate`]).
 #[derive(Debug, Clone, Copy)]
 struct PathCc {
-    cwnd: f64,
     srtt: f64,
     /// Smallest RTT seen: the base RTT without queueing, for the hinted BDP.
     min_rtt: f64,
@@ -144,8 +145,6 @@ struct PathCc {
     win_marked: u32,
     win_end: u64,
     last_cut: u64,
-    /// `pacing_gain · cwnd / srtt`, before the cap.
-    rate: f64,
 }
 
 /// ECN-echo AIMD per path, capped by the receiver's rate hint; see the module documentation.
@@ -158,6 +157,12 @@ pub struct EcnAimd {
     /// NIC ports the connection's paths are spread over.
     planes: u8,
     paths: Vec<PathCc>,
+    /// Per path, its window in bytes. Kept apart from [`PathCc`], as is the rate: the
+    /// connection asks every path's window and rate for each packet it sends, and for eight
+    /// paths these two arrays are two cache lines, where the paths' whole states were nine.
+    cwnd: Vec<f64>,
+    /// Per path, `pacing_gain · cwnd / srtt`, before the cap.
+    rate: Vec<f64>,
     /// Sum of the paths' uncapped rates.
     rate_sum: f64,
     /// What every uncapped rate is multiplied by so that the sum stays within the cap.
@@ -175,7 +180,6 @@ impl EcnAimd {
     ) -> Self {
         let pkt = mtu as f64 + crate::core::connection::HEADER_BYTES as f64;
         let p = PathCc {
-            cwnd: cfg.initial_window_packets.max(1) as f64 * pkt,
             srtt: initial_rtt_ns.max(1) as f64,
             min_rtt: initial_rtt_ns.max(1) as f64,
             alpha: 0.0,
@@ -183,15 +187,17 @@ impl EcnAimd {
             win_marked: 0,
             win_end: 0,
             last_cut: 0,
-            rate: 0.0,
         };
+        let paths = paths.max(1);
         let mut cc = EcnAimd {
             cfg,
             pkt,
             line: mbps_to_bytes_per_ns(line_rate_mbps.max(1)),
             hint: 0.0,
             planes: 1,
-            paths: vec![p; paths.max(1)],
+            paths: vec![p; paths],
+            cwnd: vec![cfg.initial_window_packets.max(1) as f64 * pkt; paths],
+            rate: vec![0.0; paths],
             rate_sum: 0.0,
             rate_scale: 1.0,
         };
@@ -215,8 +221,8 @@ impl EcnAimd {
     /// Divides `path`'s window by `by` (never below the minimum) and notes the cut.
     fn cut_window(&mut self, now: u64, path: usize, by: f64) {
         let min = self.min_cwnd();
-        if let Some(p) = self.paths.get_mut(path) {
-            p.cwnd = (p.cwnd / by).max(min);
+        if let (Some(p), Some(cwnd)) = (self.paths.get_mut(path), self.cwnd.get_mut(path)) {
+            *cwnd = (*cwnd / by).max(min);
             p.last_cut = now;
         }
         self.recompute_rates();
@@ -225,9 +231,9 @@ impl EcnAimd {
     fn recompute_rates(&mut self) {
         let gain = self.cfg.pacing_gain;
         let mut sum = 0.0;
-        for p in &mut self.paths {
-            p.rate = gain * p.cwnd / p.srtt.max(1.0);
-            sum += p.rate;
+        for ((p, cwnd), rate) in self.paths.iter().zip(&self.cwnd).zip(&mut self.rate) {
+            *rate = gain * cwnd / p.srtt.max(1.0);
+            sum += *rate;
         }
         self.rate_sum = sum;
         self.rescale();
@@ -237,10 +243,9 @@ impl EcnAimd {
     /// over every path (an ACK touches one path; this runs once per ACK).
     fn recompute_rate(&mut self, path: usize) {
         let gain = self.cfg.pacing_gain;
-        let p = &mut self.paths[path];
-        let rate = gain * p.cwnd / p.srtt.max(1.0);
-        self.rate_sum += rate - p.rate;
-        p.rate = rate;
+        let rate = gain * self.cwnd[path] / self.paths[path].srtt.max(1.0);
+        self.rate_sum += rate - self.rate[path];
+        self.rate[path] = rate;
         self.rescale();
     }
 
@@ -282,17 +287,17 @@ impl EcnAimd {
     fn cap_by_siblings(&mut self, path: usize, before: f64) {
         let min = self.min_cwnd();
         let others: f64 = self
-            .paths
+            .cwnd
             .iter()
             .enumerate()
             .filter(|&(j, _)| j != path)
-            .map(|(_, q)| q.cwnd)
+            .map(|(_, w)| w)
             .sum();
         let (headroom, cap) = (self.cfg.hint_headroom, self.rate_cap());
-        let p = &mut self.paths[path];
-        let room = (cap * p.min_rtt * headroom - others).max(min);
-        if p.cwnd > room {
-            p.cwnd = room.max(before.min(p.cwnd));
+        let room = (cap * self.paths[path].min_rtt * headroom - others).max(min);
+        let cwnd = &mut self.cwnd[path];
+        if *cwnd > room {
+            *cwnd = room.max(before.min(*cwnd));
         }
     }
 }
@@ -308,10 +313,10 @@ impl CongestionController for EcnAimd {
             .get(path)
             .and_then(|p| self.hint_window(p))
             .map(|w| (w * cfg.hint_headroom).max(min));
-        let Some(p) = self.paths.get_mut(path) else {
+        let (Some(p), Some(cwnd)) = (self.paths.get_mut(path), self.cwnd.get_mut(path)) else {
             return;
         };
-        let before = p.cwnd;
+        let before = *cwnd;
         p.srtt = s.srtt_ns.max(1) as f64;
         if let Some(r) = s.rtt_ns {
             p.min_rtt = p.min_rtt.min(r.max(1) as f64);
@@ -329,14 +334,14 @@ impl CongestionController for EcnAimd {
                 p.alpha = (1.0 - cfg.gain) * p.alpha + cfg.gain * frac;
                 // A first mark with no history still cuts noticeably.
                 let cut = (p.alpha / 2.0).max(0.125);
-                p.cwnd = (p.cwnd * (1.0 - cut)).max(min);
+                *cwnd = (*cwnd * (1.0 - cut)).max(min);
                 p.last_cut = now;
                 p.win_acked = 0;
                 p.win_marked = 0;
                 p.win_end = now + p.srtt as u64;
             }
         } else if s.acked_bytes > 0 {
-            p.cwnd += cfg.additive_increase_packets * pkt * s.acked_bytes as f64 / p.cwnd;
+            *cwnd += cfg.additive_increase_packets * pkt * s.acked_bytes as f64 / *cwnd;
         }
         if now >= p.win_end {
             if p.win_marked == 0 {
@@ -347,10 +352,10 @@ impl CongestionController for EcnAimd {
             p.win_end = now + p.srtt as u64;
         }
         if let Some(cap) = hint_cap {
-            p.cwnd = p.cwnd.min(cap);
+            *cwnd = cwnd.min(cap);
         }
         // Never more than the SACK window can cover.
-        p.cwnd = p.cwnd.min(256.0 * pkt);
+        *cwnd = cwnd.min(256.0 * pkt);
         if self.paths_share_cap() {
             self.cap_by_siblings(path, before);
         }
@@ -380,24 +385,24 @@ impl CongestionController for EcnAimd {
             let (min, headroom, pkt) = (self.min_cwnd(), self.cfg.hint_headroom, self.pkt);
             let hint = self.hint.min(self.line);
             let shared_cap = self.paths_share_cap();
-            for p in &mut self.paths {
+            for (p, cwnd) in self.paths.iter().zip(&mut self.cwnd) {
                 let target = (hint * p.min_rtt / n).max(min);
                 // Jump to the hinted rate instead of probing toward it, unless the path was
                 // marked within the last RTT.
                 if now >= p.last_cut + p.srtt as u64 {
-                    p.cwnd = p.cwnd.max(target * 1.25);
+                    *cwnd = cwnd.max(target * 1.25);
                 }
                 if !shared_cap {
-                    p.cwnd = p.cwnd.min(target * headroom);
+                    *cwnd = cwnd.min(target * headroom);
                 }
-                p.cwnd = p.cwnd.max(min).min(256.0 * pkt);
+                *cwnd = cwnd.max(min).min(256.0 * pkt);
             }
         }
         self.recompute_rates();
     }
 
     fn window(&self, path: usize) -> u64 {
-        self.paths.get(path).map_or(0, |p| p.cwnd as u64)
+        self.cwnd.get(path).map_or(0, |&w| w as u64)
     }
 
     fn set_planes(&mut self, planes: u8) {
@@ -410,9 +415,7 @@ impl CongestionController for EcnAimd {
     }
 
     fn pacing_rate(&self, path: usize) -> f64 {
-        self.paths
-            .get(path)
-            .map_or(0.0, |p| p.rate * self.rate_scale)
+        self.rate.get(path).map_or(0.0, |r| r * self.rate_scale)
     }
 }
 
