@@ -116,6 +116,12 @@ pub(super) struct ConnTable {
     active: usize,
     /// Slots whose summary is established.
     established: usize,
+    /// One bit per slot: its summary is established.
+    up: Vec<u64>,
+    /// Per slot, its flow-table entries (first, count) as its summary has them. The rate
+    /// hints visit the established slots' entries every interval: with these and `up` that
+    /// is a few cache lines a host, where a pass over the summaries was one line a slot.
+    flow_ranges: Vec<(u32, u32)>,
     /// Scratch for the indices a refresh or a sweep visits.
     scratch: Vec<u32>,
 }
@@ -144,6 +150,8 @@ impl ConnTable {
             inflight: 0,
             active: 0,
             established: 0,
+            up: vec![0; n.div_ceil(64)],
+            flow_ranges: vec![(0, 0); n],
             scratch: Vec::new(),
         }
     }
@@ -231,6 +239,13 @@ impl ConnTable {
         self.active = self.active - usize::from(old.active()) + usize::from(new.active());
         self.established =
             self.established - usize::from(old.established) + usize::from(new.established);
+        let (word, bit) = (i as usize / 64, 1u64 << (i % 64));
+        if new.established {
+            self.up[word] |= bit;
+        } else {
+            self.up[word] &= !bit;
+        }
+        self.flow_ranges[i as usize] = new.flows;
         self.timers.set(i as usize, new.timer);
         self.transmits.set(i as usize, new.transmit_at);
         self.cm_waits.set(i as usize, new.cm_next);
@@ -274,19 +289,32 @@ impl ConnTable {
     }
 
     /// The established connections, ascending, with their flow-table entries (slot, first,
-    /// count), into `out`: a pass over the compact summaries rather than the slots.
+    /// count), into `out`: from the bitmap of established slots and the flow ranges, not the
+    /// slots or their summaries.
     pub(super) fn established_flows(&mut self, out: &mut Vec<(usize, u32, u32)>) {
         self.refresh();
         out.clear();
         if self.established == 0 {
             return;
         }
-        let up = self
-            .summaries
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.established);
-        out.extend(up.map(|(i, s)| (i, s.flows.0, s.flows.1)));
+        for (w, &word) in self.up.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let i = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let (first, count) = self.flow_ranges[i];
+                out.push((i, first, count));
+            }
+        }
+        // Tests and debug builds hold the bitmap and the ranges to the summaries.
+        debug_assert!(
+            out.iter().copied().eq(self
+                .summaries
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.established)
+                .map(|(i, s)| (i, s.flows.0, s.flows.1)))
+        );
     }
 
     /// Whether any connection is established.
