@@ -12,8 +12,6 @@
 //! sender is active its hint is its max-min share among the active senders. Because every ACK
 //! carries the hint, senders reach their shares one RTT after the receiver recomputes.
 
-use std::collections::BTreeMap;
-
 #[derive(Debug, Clone, Copy)]
 struct Sender {
     demand_mbps: u32,
@@ -35,7 +33,10 @@ pub struct FairShare {
     reserve_unseen: bool,
     /// Share of the capacity handed out while two or more senders share it.
     shared_utilization: f64,
-    senders: BTreeMap<u32, Sender>,
+    /// The senders by our connection id. The ids are slots of the connection table, so the
+    /// array is as long as the table's occupied part; a lookup on every hint interval is an
+    /// index, where a tree took a walk over cold nodes per connection.
+    senders: Vec<Option<Sender>>,
 }
 
 impl FairShare {
@@ -47,7 +48,7 @@ impl FairShare {
             activity_timeout_ns,
             reserve_unseen: false,
             shared_utilization: 1.0,
-            senders: BTreeMap::new(),
+            senders: Vec::new(),
         }
     }
 
@@ -106,7 +107,11 @@ impl FairShare {
         } else {
             demand_mbps
         };
-        let e = self.senders.entry(conn).or_insert(Sender {
+        let at = conn as usize;
+        if at >= self.senders.len() {
+            self.senders.resize(at + 1, None);
+        }
+        let e = self.senders[at].get_or_insert(Sender {
             demand_mbps,
             progress: 0,
             last_progress_at: None,
@@ -120,13 +125,15 @@ impl FairShare {
 
     /// Forgets a sender.
     pub fn remove_sender(&mut self, conn: u32) {
-        self.senders.remove(&conn);
+        if let Some(s) = self.senders.get_mut(conn as usize) {
+            *s = None;
+        }
     }
 
     /// Reports a sender's progress counter (any measure that grows while its data arrives,
     /// e.g. the sum of its flows' cumulative FSN advances).
     pub fn observe(&mut self, conn: u32, now: u64, progress: u64) {
-        if let Some(s) = self.senders.get_mut(&conn)
+        if let Some(Some(s)) = self.senders.get_mut(conn as usize)
             && progress != s.progress
         {
             s.progress = progress;
@@ -143,7 +150,8 @@ impl FairShare {
     /// Number of senders active at `now`.
     pub fn active_count(&self, now: u64) -> usize {
         self.senders
-            .values()
+            .iter()
+            .flatten()
             .filter(|s| self.active(s, now))
             .count()
     }
@@ -160,19 +168,19 @@ impl FairShare {
     /// them, so that senders whose requests arrive together (a synchronised incast) start at
     /// the same share instead of at C / k for the k-th accepted.
     pub fn newcomer_with_pending_mbps(&self, now: u64, pending: usize) -> u32 {
-        let expected = self.senders.values().filter(|s| s.expected).count();
+        let expected = self.senders.iter().flatten().filter(|s| s.expected).count();
         let all = (expected + pending).max(self.active_count(now) + 1);
         (self.split_capacity(all) / all as u32).max(1)
     }
 
     /// The current hint of a sender (Mb/s).
     pub fn hint(&self, conn: u32) -> Option<u32> {
-        self.senders.get(&conn).map(|s| s.hint)
+        self.senders.get(conn as usize)?.as_ref().map(|s| s.hint)
     }
 
     /// Recomputes every hint at `now`; calls `changed(conn, mbps)` for each hint that changed.
     pub fn compute(&mut self, now: u64, mut changed: impl FnMut(u32, u32)) {
-        for s in self.senders.values_mut() {
+        for s in self.senders.iter_mut().flatten() {
             s.seen_at.get_or_insert(now);
         }
         // With `reserve_unseen`, expected senders that have never sent (and were added
@@ -186,17 +194,19 @@ impl FairShare {
         let mut active: Vec<(u32, u32)> = self
             .senders
             .iter()
+            .enumerate()
+            .filter_map(|(c, s)| Some((c as u32, s.as_ref()?)))
             .filter(|(_, s)| self.active(s, now) || (self.reserve_unseen && reserve(s)))
-            .map(|(&c, s)| (c, s.demand_mbps))
+            .map(|(c, s)| (c, s.demand_mbps))
             .collect();
         active.sort_by_key(|&(_, d)| d);
         let mut remaining = self.split_capacity(active.len()) as u64;
         let mut left = active.len() as u64;
-        let mut shares = BTreeMap::new();
+        let mut shares: Vec<Option<u32>> = vec![None; self.senders.len()];
         for &(conn, demand) in &active {
             let share = remaining / left.max(1);
             let give = (demand as u64).min(share);
-            shares.insert(conn, give as u32);
+            shares[conn as usize] = Some(give as u32);
             remaining -= give;
             left -= 1;
         }
@@ -204,10 +214,12 @@ impl FairShare {
         // at the same instant as it does (a synchronised incast).
         let newcomer = self.newcomer_mbps(now);
         let reserve_unseen = self.reserve_unseen;
-        for (&conn, s) in self.senders.iter_mut() {
+        for (conn, s) in self.senders.iter_mut().enumerate() {
+            let Some(s) = s else { continue };
+            let conn = conn as u32;
             // A reserved (unseen) sender gets the newcomer's share like any sender not active.
-            let hint = match shares.get(&conn) {
-                Some(&h) if !(reserve_unseen && reserve(s)) => h.max(1),
+            let hint = match shares[conn as usize] {
+                Some(h) if !(reserve_unseen && reserve(s)) => h.max(1),
                 _ => newcomer.min(s.demand_mbps).max(1),
             };
             if hint != s.hint {
@@ -221,10 +233,15 @@ impl FairShare {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn hints(f: &mut FairShare, now: u64) -> BTreeMap<u32, u32> {
         f.compute(now, |_, _| {});
-        f.senders.iter().map(|(&c, s)| (c, s.hint)).collect()
+        f.senders
+            .iter()
+            .enumerate()
+            .filter_map(|(c, s)| Some((c as u32, s.as_ref()?.hint)))
+            .collect()
     }
 
     #[test]
