@@ -160,6 +160,21 @@ impl<N: Nic> Device<N> {
         table: TableId,
         index: u32,
     ) -> Result<[u32; TABLE_WORDS], DeviceError> {
+        let mut out = [0u32; TABLE_WORDS];
+        self.read_table_words(table, index, &mut out)?;
+        Ok(out)
+    }
+
+    /// Reads the first `out.len()` words (at most [`TABLE_WORDS`]) of one table entry: each
+    /// word is a register read, so a caller that needs only an entry's leading words (a
+    /// flow's, [`FLOW_READ_WORDS`](ferroce_proto::hsi::tables::FLOW_READ_WORDS)) reads no
+    /// more.
+    pub fn read_table_words(
+        &mut self,
+        table: TableId,
+        index: u32,
+        out: &mut [u32],
+    ) -> Result<(), DeviceError> {
         self.nic.write_reg(regs::TABLE_INDEX, index);
         self.nic
             .write_reg(regs::TABLE_CMD, table as u32 | regs::TABLE_OP_READ);
@@ -167,11 +182,10 @@ impl<N: Nic> Device<N> {
             regs::TABLE_STATUS_OK => {}
             s => return Err(DeviceError::TableAccess(s)),
         }
-        let mut out = [0u32; TABLE_WORDS];
-        for (i, w) in out.iter_mut().enumerate() {
+        for (i, w) in out.iter_mut().take(TABLE_WORDS).enumerate() {
             *w = self.nic.read_reg(regs::TABLE_DATA + 4 * i as u32);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Programs memory region `index`; its rkey is `entry.rkey(index)`.
@@ -261,5 +275,29 @@ impl<N: Nic> Device<N> {
         let lo = self.nic.read_reg(off) as u64;
         let hi = self.nic.read_reg(off + 4) as u64;
         lo | hi << 32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model_nic::ModelNic;
+    use ferroce_proto::hsi::tables::FLOW_READ_WORDS;
+
+    #[test]
+    fn a_flow_read_of_its_leading_words_gives_what_a_full_read_does() {
+        let mut dev = Device::open(ModelNic::new(TableSizes::default())).expect("open");
+        dev.init_flow(5, 0x12_3456).expect("init");
+        let full = dev.read_table(TableId::Flow, 5).expect("full read");
+        let mut lead = [0u32; FLOW_READ_WORDS];
+        dev.read_table_words(TableId::Flow, 5, &mut lead)
+            .expect("leading words");
+        assert_eq!(lead[0], 0x12_3456);
+        assert_eq!(lead[..], full[..FLOW_READ_WORDS]);
+        // Nothing of the entry lies beyond them.
+        assert!(full[FLOW_READ_WORDS..].iter().all(|&w| w == 0));
+        // A bad index fails the same way either way.
+        let bad = TableSizes::default().flows;
+        assert!(dev.read_table_words(TableId::Flow, bad, &mut lead).is_err());
     }
 }

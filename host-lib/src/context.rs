@@ -11,7 +11,9 @@ use crate::core::{
 use crate::error::{Error, Result};
 use conn_table::ConnTable;
 use ferroce_driver::{Device, Nic};
-use ferroce_proto::hsi::tables::{ACCESS_LOCAL_WRITE, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE};
+use ferroce_proto::hsi::tables::{
+    ACCESS_LOCAL_WRITE, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE, FLOW_READ_WORDS,
+};
 use ferroce_proto::hsi::{
     ConnectionEntry, Counter, Event, MAX_PAYLOAD_LEN, RegionEntry, TableId, TableSizes,
     TxDescriptor, regs,
@@ -1981,7 +1983,8 @@ impl<N: Nic> Context<N> {
         {
             return Ok((0, sacked));
         }
-        let w = self.dev.read_table(TableId::Flow, index)?;
+        let mut w = [0u32; FLOW_READ_WORDS];
+        self.dev.read_table_words(TableId::Flow, index, &mut w)?;
         let sacked = w[1..=SACK_BITS / 32]
             .iter()
             .map(|x| x.count_ones() as u64)

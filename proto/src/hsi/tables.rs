@@ -11,6 +11,11 @@ use serde::{Deserialize, Serialize};
 /// Number of words in the table-access window.
 pub const TABLE_WORDS: usize = 16;
 
+/// Words of a flow-table read that carry the entry: the cumulative FSN in word 0 and the
+/// 256-bit SACK bitmap in words 1–8, least significant first (the rest read as zero). A
+/// driver that reads only these saves the window's other register reads.
+pub const FLOW_READ_WORDS: usize = 1 + crate::wire::SACK_BITS / 32;
+
 /// Identifies a table in `TABLE_CMD`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[repr(u8)]
