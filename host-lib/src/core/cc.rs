@@ -132,7 +132,7 @@ pub fn mbps_to_bytes_per_ns(mbps: u32) -> f64 {
     mbps as f64 / 8000.0
 }
 
-/// A path's state but its window and rate (those are [`EcnAimd::cwnd`] and
+/// A path's state apart from its window and rate (those are [`EcnAimd::cwnd`] and
 /// [`EcnAimd::rate`]).
 #[derive(Debug, Clone, Copy)]
 struct PathCc {

@@ -87,8 +87,7 @@ pub(crate) struct AckOutcome {
 /// transmit round, the connection's summaries, and an ACK's look at the sibling flows) come
 /// first, in 190 bytes, and the rest (what only an ACK or a timeout of this flow touches)
 /// after them. With the compiler's order those fields were spread over all of the flow's
-/// 328 bytes. (Each flow on cache lines of its own, `align(64)`, grew the full `planes`
-/// run's resident memory by a tenth for no fewer cache misses.)
+/// 328 bytes.
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub(crate) struct Flow {

@@ -33,10 +33,11 @@ pub struct FairShare {
     reserve_unseen: bool,
     /// Share of the capacity handed out while two or more senders share it.
     shared_utilization: f64,
-    /// The senders by our connection id. The ids are slots of the connection table, so the
-    /// array is as long as the table's occupied part; a lookup on every hint interval is an
-    /// index, where a tree took a walk over cold nodes per connection.
-    senders: Vec<Option<Sender>>,
+    /// The senders with our connection ids, ascending by id: one dense array to pass over
+    /// and to search, where a tree took a walk over cold nodes, and a computation's shares
+    /// are an array by position rather than another tree. Any id is fine (memory grows with
+    /// the senders, not with the ids).
+    senders: Vec<(u32, Sender)>,
 }
 
 impl FairShare {
@@ -107,33 +108,38 @@ impl FairShare {
         } else {
             demand_mbps
         };
-        let at = conn as usize;
-        if at >= self.senders.len() {
-            self.senders.resize(at + 1, None);
-        }
-        let e = self.senders[at].get_or_insert(Sender {
-            demand_mbps,
-            progress: 0,
-            last_progress_at: None,
-            hint: 0,
-            expected,
-            seen_at: None,
-        });
+        let at = match self.find(conn) {
+            Ok(at) => at,
+            Err(at) => {
+                let new = Sender {
+                    demand_mbps,
+                    progress: 0,
+                    last_progress_at: None,
+                    hint: 0,
+                    expected,
+                    seen_at: None,
+                };
+                self.senders.insert(at, (conn, new));
+                at
+            }
+        };
+        let e = &mut self.senders[at].1;
         e.demand_mbps = demand_mbps;
         e.expected |= expected;
     }
 
     /// Forgets a sender.
     pub fn remove_sender(&mut self, conn: u32) {
-        if let Some(s) = self.senders.get_mut(conn as usize) {
-            *s = None;
+        if let Ok(at) = self.find(conn) {
+            self.senders.remove(at);
         }
     }
 
     /// Reports a sender's progress counter (any measure that grows while its data arrives,
     /// e.g. the sum of its flows' cumulative FSN advances).
     pub fn observe(&mut self, conn: u32, now: u64, progress: u64) {
-        if let Some(Some(s)) = self.senders.get_mut(conn as usize)
+        if let Ok(at) = self.find(conn)
+            && let s = &mut self.senders[at].1
             && progress != s.progress
         {
             s.progress = progress;
@@ -151,8 +157,7 @@ impl FairShare {
     pub fn active_count(&self, now: u64) -> usize {
         self.senders
             .iter()
-            .flatten()
-            .filter(|s| self.active(s, now))
+            .filter(|(_, s)| self.active(s, now))
             .count()
     }
 
@@ -168,19 +173,24 @@ impl FairShare {
     /// them, so that senders whose requests arrive together (a synchronised incast) start at
     /// the same share instead of at C / k for the k-th accepted.
     pub fn newcomer_with_pending_mbps(&self, now: u64, pending: usize) -> u32 {
-        let expected = self.senders.iter().flatten().filter(|s| s.expected).count();
+        let expected = self.senders.iter().filter(|(_, s)| s.expected).count();
         let all = (expected + pending).max(self.active_count(now) + 1);
         (self.split_capacity(all) / all as u32).max(1)
     }
 
     /// The current hint of a sender (Mb/s).
     pub fn hint(&self, conn: u32) -> Option<u32> {
-        self.senders.get(conn as usize)?.as_ref().map(|s| s.hint)
+        self.find(conn).ok().map(|at| self.senders[at].1.hint)
+    }
+
+    /// Where sender `conn` is in `senders`, or where it would go.
+    fn find(&self, conn: u32) -> Result<usize, usize> {
+        self.senders.binary_search_by_key(&conn, |&(c, _)| c)
     }
 
     /// Recomputes every hint at `now`; calls `changed(conn, mbps)` for each hint that changed.
     pub fn compute(&mut self, now: u64, mut changed: impl FnMut(u32, u32)) {
-        for s in self.senders.iter_mut().flatten() {
+        for (_, s) in &mut self.senders {
             s.seen_at.get_or_insert(now);
         }
         // With `reserve_unseen`, expected senders that have never sent (and were added
@@ -191,22 +201,22 @@ impl FairShare {
                 && s.last_progress_at.is_none()
                 && s.seen_at.is_some_and(|t| now.saturating_sub(t) <= timeout)
         };
-        let mut active: Vec<(u32, u32)> = self
+        // (position in `senders`, demand), in id order before the sort by demand.
+        let mut active: Vec<(usize, u32)> = self
             .senders
             .iter()
             .enumerate()
-            .filter_map(|(c, s)| Some((c as u32, s.as_ref()?)))
-            .filter(|(_, s)| self.active(s, now) || (self.reserve_unseen && reserve(s)))
-            .map(|(c, s)| (c, s.demand_mbps))
+            .filter(|(_, (_, s))| self.active(s, now) || (self.reserve_unseen && reserve(s)))
+            .map(|(at, (_, s))| (at, s.demand_mbps))
             .collect();
         active.sort_by_key(|&(_, d)| d);
         let mut remaining = self.split_capacity(active.len()) as u64;
         let mut left = active.len() as u64;
         let mut shares: Vec<Option<u32>> = vec![None; self.senders.len()];
-        for &(conn, demand) in &active {
+        for &(at, demand) in &active {
             let share = remaining / left.max(1);
             let give = (demand as u64).min(share);
-            shares[conn as usize] = Some(give as u32);
+            shares[at] = Some(give as u32);
             remaining -= give;
             left -= 1;
         }
@@ -214,11 +224,9 @@ impl FairShare {
         // at the same instant as it does (a synchronised incast).
         let newcomer = self.newcomer_mbps(now);
         let reserve_unseen = self.reserve_unseen;
-        for (conn, s) in self.senders.iter_mut().enumerate() {
-            let Some(s) = s else { continue };
-            let conn = conn as u32;
+        for (&mut (conn, ref mut s), share) in self.senders.iter_mut().zip(shares) {
             // A reserved (unseen) sender gets the newcomer's share like any sender not active.
-            let hint = match shares[conn as usize] {
+            let hint = match share {
                 Some(h) if !(reserve_unseen && reserve(s)) => h.max(1),
                 _ => newcomer.min(s.demand_mbps).max(1),
             };
@@ -237,11 +245,21 @@ mod tests {
 
     fn hints(f: &mut FairShare, now: u64) -> BTreeMap<u32, u32> {
         f.compute(now, |_, _| {});
-        f.senders
-            .iter()
-            .enumerate()
-            .filter_map(|(c, s)| Some((c as u32, s.as_ref()?.hint)))
-            .collect()
+        f.senders.iter().map(|&(c, s)| (c, s.hint)).collect()
+    }
+
+    #[test]
+    fn any_connection_id_names_a_sender() {
+        let mut f = FairShare::new(100_000, 10_000);
+        for c in [u32::MAX, 7, 0] {
+            f.add_sender(c, 100_000);
+        }
+        f.remove_sender(7);
+        f.observe(u32::MAX, 1_000, 3);
+        let h = hints(&mut f, 1_000);
+        assert_eq!(h.keys().copied().collect::<Vec<_>>(), vec![0, u32::MAX]);
+        assert_eq!(f.hint(u32::MAX), Some(100_000), "the one active sender");
+        assert_eq!(f.hint(7), None);
     }
 
     #[test]
